@@ -1,0 +1,38 @@
+--[[
+  annotateWait: changes what is not part of a wait's definition and records it on
+  the timeline: attaching the external job id (job_attached), a continuation handed
+  out (continuation_dispatched), a timeout job re-created by the sweeper
+  (sweeper_rescheduled), a re-sent event (duplicate_ignored).
+
+  KEYS[1] waits      {p}:w   hash waitId -> wait record
+
+  ARGV[1] waitId
+  ARGV[2] tenantPrefix   encoded tenant of the caller ("" = admin or internal)
+  ARGV[3] what           history entry kind (one of the above)
+  ARGV[4] detail         JSON object merged into the history entry; for
+                         job_attached its `j` also becomes the wait's externalJobId
+  ARGV[5] now            "" = Redis TIME
+
+  Returns
+    { OK, wait }
+    { NOT_FOUND }
+]]
+--@include "common"
+
+local waitsKey = KEYS[1]
+local waitId, tenantPrefix, what, detail = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local now = nowMs(ARGV[5])
+
+local wait = loadOwnWait(waitsKey, waitId, tenantPrefix)
+if wait == nil then
+  return { C_NOT_FOUND }
+end
+local entry = cjson.decode(detail)
+entry["at"] = now
+entry["w"] = what
+if what == "job_attached" then
+  wait["j"] = entry["j"]
+end
+pushHistory(wait, entry)
+saveJson(waitsKey, waitId, wait)
+return { C_OK, cjson.encode(wait) }

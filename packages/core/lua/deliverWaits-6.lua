@@ -1,0 +1,44 @@
+--[[
+  deliverWaits: resolves the given waits of one partition by direct delivery, each
+  only if still `waiting`, of the caller's tenant and not past its deadline (an
+  expired wait is left to its timeout, never resurrected).
+
+  KEYS[1] waits      {p}:w   hash waitId -> wait record
+  KEYS[2] waiting    {p}:iw  lex zset "<mk><waitId>"
+  KEYS[3] done       {p}:id  lex zset "<mk><waitId>"
+  KEYS[4] deadlines  {p}:dl  zset waitId by deadline
+  KEYS[5] outbox     {p}:o   stream of resolutions
+  KEYS[6] expiry     {p}:x   zset of records to remove
+
+  ARGV[1] tenantPrefix   encoded tenant of the caller
+  ARGV[2] payload        raw payload JSON or ""
+  ARGV[3] retentionMs
+  ARGV[4] now            "" = Redis TIME
+  ARGV[5..] waitIds
+
+  Returns { OK, deliveredWaitIds }
+  Appends: resolved history entries (kind deliver) and outbox entries.
+]]
+--@include "common"
+
+local keys = {
+  waits = KEYS[1], waiting = KEYS[2], done = KEYS[3], deadlines = KEYS[4],
+  outbox = KEYS[5], expiry = KEYS[6],
+}
+local tenantPrefix, payload, retentionMs = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local now = nowMs(ARGV[4])
+
+local delivered = {}
+for i = 5, #ARGV do
+  local waitId = ARGV[i]
+  local wait = loadOwnWait(keys.waits, waitId, tenantPrefix)
+  if wait ~= nil and wait["s"] == "w" and (wait["dl"] == nil or now <= wait["dl"]) then
+    local resolution = { k = "d", at = now }
+    if payload ~= "" then
+      resolution["pl"] = payload
+    end
+    settleWait(keys, waitId, wait, "r", resolution, { at = now, w = "resolved", k = "d" }, now, retentionMs)
+    delivered[#delivered + 1] = waitId
+  end
+end
+return { C_OK, delivered }

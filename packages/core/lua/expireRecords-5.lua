@@ -1,0 +1,54 @@
+--[[
+  expireRecords: removes what has outlived its time in one partition, a bounded
+  number of records per call (the sweeper calls it repeatedly):
+    "w:<waitId>"    a settled wait past retention: its record and done-index entry
+    "e:<eventKey>"  an event record past the dedup window
+    "d:<eventKey>"  a dedup record past the dedup window
+    "b:<eventKey>"  a buffered event past its retention: it becomes `expired`,
+                    leaves the inbox and drops its payload
+
+  KEYS[1] expiry     {p}:x   zset of records to remove, scored by time
+  KEYS[2] waits      {p}:w   hash waitId -> wait record
+  KEYS[3] done       {p}:id  lex zset "<mk><waitId>"
+  KEYS[4] events     {p}:e   hash of event and dedup records
+  KEYS[5] inbox      {p}:ib  lex zset "<mk><padded id><eventKey>"
+
+  ARGV[1] limit      most records handled
+  ARGV[2] now        "" = Redis TIME
+
+  Returns { OK, handled, remainingDue (0|1) }
+]]
+--@include "common"
+
+local expiryKey, waitsKey, doneKey, eventsKey, inboxKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local limit = tonumber(ARGV[1])
+local now = nowMs(ARGV[2])
+
+local due = redis.call("ZRANGEBYSCORE", expiryKey, "-inf", now, "LIMIT", 0, limit)
+for _, member in ipairs(due) do
+  local kind, rest = string.sub(member, 1, 1), string.sub(member, 3)
+  if kind == "w" then
+    local wait = loadJson(waitsKey, rest)
+    if wait ~= nil then
+      redis.call("ZREM", doneKey, wait["mk"] .. rest)
+      redis.call("HDEL", waitsKey, rest)
+    end
+  elseif kind == "e" or kind == "d" then
+    redis.call("HDEL", eventsKey, member)
+  elseif kind == "b" then
+    local field = "e:" .. rest
+    local ev = loadJson(eventsKey, field)
+    if ev ~= nil and ev["st"] == "b" then
+      redis.call("ZREM", inboxKey, ev["mk"] .. padId(ev["sid"]) .. rest)
+      ev["st"] = "x"
+      ev["pl"] = nil
+      saveJson(eventsKey, field, ev)
+    end
+  end
+  redis.call("ZREM", expiryKey, member)
+end
+local more = 0
+if #due == limit then
+  more = 1
+end
+return { C_OK, #due, more }

@@ -1,0 +1,111 @@
+--[[
+  Shared helpers, pulled into every script by the build step (scripts/build-lua.mjs).
+
+  Outcome codes (mirrored by `Code` in src/codes.ts; keep both in step):
+     1 CREATED       2 EXISTS        3 CONFLICT      4 DUPLICATE
+     5 PENDING       6 RESOLVED      7 NOT_DUE       8 BACKLOG
+     9 OK
+    -1 NOT_FOUND    -2 NOT_WAITING  -3 NOT_RESOLVED
+
+  Records are JSON (cjson) with short field names; see src/records.ts.
+  Wait states: w waiting, r resolved, t timed_out, c cancelled.
+  Event states: p pending, m matched, b buffered, l late, x expired.
+  Lex-ordered indexes hold "<encoded match key><suffix>"; an encoded match key
+  (length-prefixed parts) is prefix-free, so "[mk" .. "(mk\255" ranges over exactly
+  the members of that match key.
+]]
+local C_CREATED, C_EXISTS, C_CONFLICT, C_DUPLICATE = 1, 2, 3, 4
+local C_PENDING, C_RESOLVED, C_NOT_DUE, C_BACKLOG, C_OK = 5, 6, 7, 8, 9
+local C_NOT_FOUND, C_NOT_WAITING, C_NOT_RESOLVED = -1, -2, -3
+
+-- The clock is Redis TIME; a non-empty override (tests only) replaces it.
+local function nowMs(override)
+  if override and override ~= "" then
+    return tonumber(override)
+  end
+  local t = redis.call("TIME")
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- "<ms>-<seq>" -> ms (number)
+local function idMs(sid)
+  return tonumber(string.match(sid, "^(%d+)"))
+end
+
+-- Fixed-width form of a stream id so that lexical order is id order.
+local function padId(sid)
+  local ms, seq = string.match(sid, "^(%d+)-(%d+)$")
+  return string.format("%015d-%010d", tonumber(ms), tonumber(seq))
+end
+
+-- Fixed-width form of a time, comparable with padId() output.
+local function padMs(ms)
+  return string.format("%015d", ms)
+end
+
+-- Position just after the first n length-prefixed parts ("<len>:<bytes>") of s.
+local function skipParts(s, n)
+  local pos = 1
+  for _ = 1, n do
+    local colon = string.find(s, ":", pos, true)
+    local len = tonumber(string.sub(s, pos, colon - 1))
+    pos = colon + 1 + len
+  end
+  return pos
+end
+
+local function pushHistory(wait, entry)
+  local h = wait["h"]
+  if h == nil then
+    h = {}
+    wait["h"] = h
+  end
+  h[#h + 1] = entry
+end
+
+local function loadJson(hashKey, field)
+  local raw = redis.call("HGET", hashKey, field)
+  if not raw then
+    return nil
+  end
+  return cjson.decode(raw)
+end
+
+local function saveJson(hashKey, field, value)
+  redis.call("HSET", hashKey, field, cjson.encode(value))
+end
+
+local function eventRef(ev)
+  return { pr = ev["pr"], id = ev["id"], at = ev["at"], sid = ev["sid"] }
+end
+
+--[[
+  Moves a waiting wait to a terminal state: leaves the waiting and deadline indexes,
+  enters the done index (so later events of its match key are recorded as late),
+  schedules its removal after retention, and puts the resolution on the outbox.
+]]
+local function settleWait(keys, waitId, wait, state, resolution, historyEntry, now, retentionMs)
+  wait["s"] = state
+  wait["res"] = resolution
+  pushHistory(wait, historyEntry)
+  saveJson(keys.waits, waitId, wait)
+  redis.call("ZREM", keys.waiting, wait["mk"] .. waitId)
+  redis.call("ZADD", keys.done, 0, wait["mk"] .. waitId)
+  redis.call("ZREM", keys.deadlines, waitId)
+  redis.call("ZADD", keys.expiry, now + retentionMs, "w:" .. waitId)
+  redis.call("XADD", keys.outbox, "*", "w", waitId, "k", resolution["k"])
+end
+
+-- Does the wait belong to the tenant? tenantPrefix is the encoded tenant ("" = any, admin).
+local function ownedBy(wait, tenantPrefix)
+  return tenantPrefix == "" or string.sub(wait["mk"], 1, #tenantPrefix) == tenantPrefix
+end
+
+-- The wait record, when it exists and belongs to the tenant.
+local function loadOwnWait(waitsKey, waitId, tenantPrefix)
+  local wait = loadJson(waitsKey, waitId)
+  if wait == nil or not ownedBy(wait, tenantPrefix) then
+    return nil
+  end
+  return wait
+end

@@ -1,0 +1,112 @@
+--[[
+  matchEvent: runs the match for ONE stream entry of a partition.
+  - every `waiting` wait of the event's match key that the event may resolve
+    (accepted >= its `since`, accepted <= its deadline) is resolved by it, up to
+    the fan-out cap;
+  - a waiting wait whose deadline lies before the accepted time, and every settled
+    wait of the match key, gets the event recorded as late;
+  - if nothing took it, the event is buffered in the inbox for its retention.
+  Idempotent: re-running it for an entry already processed changes nothing and
+  returns what the first run did. An entry whose event key was appended under
+  another entry id is ignored (DUPLICATE).
+
+  KEYS[1] events     {p}:e   hash "e:<eventKey>" -> event record
+  KEYS[2] waits      {p}:w   hash waitId -> wait record
+  KEYS[3] waiting    {p}:iw  lex zset "<mk><waitId>"
+  KEYS[4] done       {p}:id  lex zset "<mk><waitId>"
+  KEYS[5] deadlines  {p}:dl  zset waitId by deadline
+  KEYS[6] inbox      {p}:ib  lex zset "<mk><padded id><eventKey>"
+  KEYS[7] inflight   {p}:if  lex zset "<mk><padded id><eventKey>"
+  KEYS[8] outbox     {p}:o   stream of resolutions
+  KEYS[9] expiry     {p}:x   zset of records to remove
+
+  ARGV[1] streamId     the entry being processed
+  ARGV[2] eventKey     the entry's k field
+  ARGV[3] fanoutCap    most waits one event resolves
+  ARGV[4] retentionMs  how long a settled wait is kept
+  ARGV[5] now          "" = Redis TIME
+
+  Returns
+    { OK, status, matchedWaitIds, lateWaitIds }   status: m matched, b buffered, l late
+    { DUPLICATE, originalStreamId }               the event key belongs to another entry
+    { NOT_FOUND }                                 no event record (expired): nothing to do
+  Appends: resolved / late_event history entries, outbox entries for resolutions.
+]]
+--@include "common"
+
+local keys = {
+  events = KEYS[1], waits = KEYS[2], waiting = KEYS[3], done = KEYS[4], deadlines = KEYS[5],
+  inbox = KEYS[6], inflight = KEYS[7], outbox = KEYS[8], expiry = KEYS[9],
+}
+local streamId, eventKey = ARGV[1], ARGV[2]
+local fanoutCap, retentionMs = tonumber(ARGV[3]), tonumber(ARGV[4])
+local now = nowMs(ARGV[5])
+
+local evField = "e:" .. eventKey
+local ev = loadJson(keys.events, evField)
+if ev == nil then
+  return { C_NOT_FOUND }
+end
+if ev["sid"] ~= streamId then
+  return { C_DUPLICATE, ev["sid"] }
+end
+if ev["st"] ~= "p" then
+  return { C_OK, ev["st"], ev["mw"] or {}, ev["lf"] or {} }
+end
+
+local mk = ev["mk"]
+local at = ev["at"]
+local ref = eventRef(ev)
+local matched, late = {}, {}
+
+local function noteLate(waitId, wait)
+  wait["late"] = wait["late"] or {}
+  wait["late"][#wait["late"] + 1] = ref
+  pushHistory(wait, { at = now, w = "late_event", ev = ref })
+  saveJson(keys.waits, waitId, wait)
+  late[#late + 1] = waitId
+end
+
+local members = redis.call("ZRANGEBYLEX", keys.waiting, "[" .. mk, "(" .. mk .. "\255", "LIMIT", 0, fanoutCap)
+for _, member in ipairs(members) do
+  local waitId = string.sub(member, #mk + 1)
+  local wait = loadJson(keys.waits, waitId)
+  if wait ~= nil and wait["s"] == "w" and at >= (wait["sn"] or 0) then
+    if wait["dl"] ~= nil and at > wait["dl"] then
+      noteLate(waitId, wait)
+    else
+      local resolution = { k = "e", at = now, ev = { pr = ev["pr"], id = ev["id"], at = at, sid = streamId, pl = ev["pl"] } }
+      settleWait(keys, waitId, wait, "r", resolution, { at = now, w = "resolved", k = "e", ev = ref }, now, retentionMs)
+      matched[#matched + 1] = waitId
+    end
+  end
+end
+
+members = redis.call("ZRANGEBYLEX", keys.done, "[" .. mk, "(" .. mk .. "\255", "LIMIT", 0, fanoutCap)
+for _, member in ipairs(members) do
+  local waitId = string.sub(member, #mk + 1)
+  local wait = loadJson(keys.waits, waitId)
+  -- settled before, not by this very event
+  if wait ~= nil and wait["s"] ~= "w" and not (wait["res"]["ev"] and wait["res"]["ev"]["sid"] == streamId)
+     and at >= (wait["sn"] or 0) then
+    noteLate(waitId, wait)
+  end
+end
+
+local member = mk .. padId(streamId) .. eventKey
+redis.call("ZREM", keys.inflight, member)
+if #matched > 0 then
+  ev["st"] = "m"
+  ev["pl"] = nil
+elseif #late > 0 then
+  ev["st"] = "l"
+  ev["pl"] = nil
+else
+  ev["st"] = "b"
+  redis.call("ZADD", keys.inbox, 0, member)
+  redis.call("ZADD", keys.expiry, at + ev["rt"], "b:" .. eventKey)
+end
+if #matched > 0 then ev["mw"] = matched end
+if #late > 0 then ev["lf"] = late end
+saveJson(keys.events, evField, ev)
+return { C_OK, ev["st"], matched, late }

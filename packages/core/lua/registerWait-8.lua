@@ -1,0 +1,89 @@
+--[[
+  registerWait: second step of registration, in the partition of the MATCH KEY.
+  Creates the wait idempotently. If a buffered event of its match key accepted at
+  or after `since` (and not after the deadline) is still within retention, the wait
+  is resolved by it at once and that event is consumed.
+
+  KEYS[1] waits      {p}:w   hash waitId -> wait record
+  KEYS[2] waiting    {p}:iw  lex zset "<mk><waitId>" of waiting waits
+  KEYS[3] done       {p}:id  lex zset "<mk><waitId>" of settled waits (for late events)
+  KEYS[4] deadlines  {p}:dl  zset waitId scored by deadline
+  KEYS[5] inbox      {p}:ib  lex zset "<mk><padded id><eventKey>" of buffered events
+  KEYS[6] events     {p}:e   hash "e:<eventKey>" -> event record
+  KEYS[7] outbox     {p}:o   stream of resolutions (w=<waitId>, k=<kind>)
+  KEYS[8] expiry     {p}:x   zset of records to remove, scored by time
+
+  ARGV[1] waitId
+  ARGV[2] record       JSON {mk, r, p, j?, m?}: encoded match key, runId, position,
+                       externalJobId, raw metadata JSON
+  ARGV[3] timeoutMs    "" or a number: deadline = now + timeoutMs on the Redis clock
+  ARGV[4] deadlineMs   "" or an absolute deadline (used when timeoutMs is "")
+  ARGV[5] sinceMs      "" or the earliest accepted time a buffered event may have
+  ARGV[6] retentionMs  how long a settled wait is kept
+  ARGV[7] now          "" = Redis TIME
+
+  Returns
+    { CREATED, wait }    created (its state is `r` when a buffered event resolved it)
+    { EXISTS, wait }     the wait existed already: nothing changes
+  Appends: the wait's resolved history entry and an outbox entry when resolved at once.
+]]
+--@include "common"
+
+local keys = {
+  waits = KEYS[1], waiting = KEYS[2], done = KEYS[3], deadlines = KEYS[4],
+  inbox = KEYS[5], events = KEYS[6], outbox = KEYS[7], expiry = KEYS[8],
+}
+local waitId, recordJson = ARGV[1], ARGV[2]
+local retentionMs = tonumber(ARGV[6])
+local now = nowMs(ARGV[7])
+
+local existing = redis.call("HGET", keys.waits, waitId)
+if existing then
+  return { C_EXISTS, existing }
+end
+
+local wait = cjson.decode(recordJson)
+wait["s"] = "w"
+wait["ca"] = now
+local deadline = nil
+if ARGV[3] ~= "" then
+  deadline = now + tonumber(ARGV[3])
+elseif ARGV[4] ~= "" then
+  deadline = tonumber(ARGV[4])
+end
+wait["dl"] = deadline
+local since = 0
+if ARGV[5] ~= "" then
+  since = tonumber(ARGV[5])
+  wait["sn"] = since
+end
+local mk = wait["mk"]
+
+-- A buffered event: earliest first, from `since` on.
+local candidates = redis.call("ZRANGEBYLEX", keys.inbox, "[" .. mk .. padMs(since), "(" .. mk .. "\255", "LIMIT", 0, 16)
+for _, member in ipairs(candidates) do
+  local eventKey = string.sub(member, #mk + 27)
+  local evField = "e:" .. eventKey
+  local ev = loadJson(keys.events, evField)
+  if ev == nil or ev["st"] ~= "b" or ev["at"] + ev["rt"] < now then
+    -- expired or no longer buffered: the index entry is stale
+    redis.call("ZREM", keys.inbox, member)
+  elseif deadline == nil or ev["at"] <= deadline then
+    local ref = eventRef(ev)
+    local resolution = { k = "e", at = now, ev = { pr = ev["pr"], id = ev["id"], at = ev["at"], sid = ev["sid"], pl = ev["pl"] } }
+    settleWait(keys, waitId, wait, "r", resolution, { at = now, w = "resolved", k = "e", ev = ref }, now, retentionMs)
+    ev["st"] = "m"
+    ev["mw"] = { waitId }
+    ev["pl"] = nil
+    saveJson(keys.events, evField, ev)
+    redis.call("ZREM", keys.inbox, member)
+    return { C_CREATED, cjson.encode(wait) }
+  end
+end
+
+saveJson(keys.waits, waitId, wait)
+redis.call("ZADD", keys.waiting, 0, mk .. waitId)
+if deadline ~= nil then
+  redis.call("ZADD", keys.deadlines, deadline, waitId)
+end
+return { C_CREATED, cjson.encode(wait) }

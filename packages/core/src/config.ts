@@ -1,0 +1,161 @@
+import { readFileSync } from "node:fs";
+import { z } from "zod";
+import { RendezvousError } from "./errors.js";
+import { EventType, Name } from "./schemas.js";
+
+const DAY = 86_400_000;
+
+/** An allowed event type of a producer: an exact type, or a prefix ending in `*`. */
+const EventTypePattern = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9._-]{0,127}\*?$|^\*$/, "an event type, optionally ending in *");
+
+export const ProducerConfig = z
+  .strictObject({
+    /** HMAC-SHA256 secrets; several may be active during rotation. */
+    secrets: z.array(z.string().min(1)).default([]),
+    /** Bearer keys. */
+    keys: z.array(z.string().min(1)).default([]),
+    /** Types it may send; a trailing `*` matches a prefix. */
+    eventTypes: z.array(EventTypePattern).min(1),
+    /** Events per second; absent = no limit. */
+    rateLimitPerSec: z.number().positive().optional(),
+  })
+  .refine((p) => p.secrets.length + p.keys.length > 0, {
+    message: "a producer needs at least one of secrets or keys",
+  });
+export type ProducerConfig = z.infer<typeof ProducerConfig>;
+
+export const TenantConfig = z.strictObject({
+  /** Bearer keys of the tenant's hosts. */
+  hostKeys: z.array(z.string().min(1)).default([]),
+  /** Optional signed webhook for continuations. */
+  webhook: z.strictObject({ url: z.url(), secret: z.string().min(1) }).optional(),
+  producers: z.record(Name, ProducerConfig).default({}),
+});
+export type TenantConfig = z.infer<typeof TenantConfig>;
+
+export const EventTypeConfig = z.strictObject({
+  /** JSON Schema of the payload; absent = any JSON object. */
+  payloadSchema: z.record(z.string(), z.unknown()).optional(),
+  /** How long an unmatched event stays buffered; defaults to the global retentionMs. */
+  retentionMs: z.int().positive().optional(),
+});
+export type EventTypeConfig = z.infer<typeof EventTypeConfig>;
+
+/** The config file (API.md, Config file). */
+export const Config = z.strictObject({
+  /**
+   * Partition count; set once per deployment.
+   * @defaultValue 16
+   */
+  partitions: z.int().min(1).max(16384).default(16),
+  /** Token that reads every tenant and opens /admin/queues. */
+  adminToken: z.string().min(1).optional(),
+  /**
+   * How long unmatched events stay buffered and settled waits are kept.
+   * @defaultValue 86400000 (1 day)
+   */
+  retentionMs: z.int().positive().default(DAY),
+  /**
+   * How long an event key is remembered for dedup.
+   * @defaultValue 604800000 (7 days)
+   */
+  dedupWindowMs: z
+    .int()
+    .positive()
+    .default(7 * DAY),
+  /**
+   * Largest event body in bytes.
+   * @defaultValue 65536
+   */
+  maxPayloadBytes: z
+    .int()
+    .positive()
+    .max(16 * 1024 * 1024)
+    .default(65_536),
+  /**
+   * Idle time after which another matcher claims a dead matcher's entries.
+   * @defaultValue 5000
+   */
+  claimIdleMs: z.int().positive().default(5000),
+  /**
+   * Age of unprocessed events at which `explain` says `backlog`.
+   * @defaultValue 1000
+   */
+  backlogThresholdMs: z.int().positive().default(1000),
+  /**
+   * Furthest a deadline may lie ahead.
+   * @defaultValue 31536000000 (365 days)
+   */
+  maxTimeoutMs: z
+    .int()
+    .positive()
+    .default(365 * DAY),
+  /**
+   * Most waits one event resolves (fan-out cap).
+   * @defaultValue 100
+   */
+  fanoutCap: z.int().min(1).max(10_000).default(100),
+  tenants: z.record(Name, TenantConfig).default({}),
+  eventTypes: z.record(EventType, EventTypeConfig).default({}),
+});
+export type Config = z.infer<typeof Config>;
+export type ConfigInput = z.input<typeof Config>;
+
+/** One line per problem, each naming the field by its path. */
+function describeIssues(error: z.ZodError): string[] {
+  return error.issues.map((issue) => {
+    const path = issue.path.length ? issue.path.map(String).join(".") : "(root)";
+    return `${path}: ${issue.message}`;
+  });
+}
+
+/**
+ * Parses and checks a config object.
+ * @throws RendezvousError `invalid_config` naming every bad field
+ */
+export function parseConfig(input: unknown): Config {
+  const result = Config.safeParse(input);
+  if (!result.success) {
+    const problems = describeIssues(result.error);
+    throw new RendezvousError("invalid_config", `invalid config: ${problems.join("; ")}`, { problems });
+  }
+  const config = result.data;
+  const seen = new Map<string, string>();
+  for (const [tenant, t] of Object.entries(config.tenants)) {
+    for (const key of t.hostKeys) {
+      const other = seen.get(key);
+      if (other) {
+        throw new RendezvousError(
+          "invalid_config",
+          `invalid config: tenants.${tenant}.hostKeys: key also used by ${other}`,
+        );
+      }
+      seen.set(key, `tenants.${tenant}.hostKeys`);
+    }
+  }
+  return config;
+}
+
+/** Reads and parses a JSON config file. */
+export function loadConfigFile(path: string): Config {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (err) {
+    throw new RendezvousError("invalid_config", `cannot read config file ${path}: ${(err as Error).message}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    throw new RendezvousError("invalid_config", `config file ${path} is not valid JSON: ${(err as Error).message}`);
+  }
+  return parseConfig(json);
+}
+
+/** The buffer retention of an event type. */
+export function retentionFor(config: Config, eventType: string): number {
+  return config.eventTypes[eventType]?.retentionMs ?? config.retentionMs;
+}

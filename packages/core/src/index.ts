@@ -1,0 +1,47 @@
+export { Code, type CodeName, type CodeValue } from "./codes.js";
+export {
+  Config,
+  type ConfigInput,
+  EventTypeConfig,
+  loadConfigFile,
+  ProducerConfig,
+  parseConfig,
+  retentionFor,
+  TenantConfig,
+} from "./config.js";
+export { canonicalJson, decodeParts, digest, encodeParts, fnv1a32 } from "./encoding.js";
+export { type ErrorCode, errorCatalogue, isRendezvousError, RendezvousError } from "./errors.js";
+export { FAILPOINTS, type FailpointName, failpoint, parseFailpoints } from "./failpoints.js";
+export { luaScripts, type ScriptName } from "./generated/lua.js";
+export { DISPATCHER_GROUP, KeyLayout, MATCHER_GROUP, type PartitionKeys } from "./keys.js";
+export { createLogger, type Logger, REDACT_PATHS } from "./logger.js";
+export { iso, toEventRecord, toWait } from "./records.js";
+export { createBlockingRedis, createRedis, type RedisConnectionOptions } from "./redis.js";
+export {
+  Consumption,
+  CorrelationId,
+  EventInput,
+  EventRecord,
+  EventRef,
+  EventStatus,
+  EventType,
+  HistoryEntry,
+  HistoryWhat,
+  Name,
+  Resolution,
+  ResolutionKind,
+  Wait,
+  WaitSpec,
+  WaitState,
+} from "./schemas.js";
+export { defineScripts, type RedisLike } from "./scripts.js";
+export {
+  type ConsumeResult,
+  type DeliverRequest,
+  type IngestResult,
+  type MatchResult,
+  Store,
+  type StoreConfig,
+  type StoreOptions,
+  type TimeoutResult,
+} from "./store.js";

@@ -1,0 +1,140 @@
+import { digest, encodeParts, fnv1a32 } from "./encoding.js";
+
+/** Every Redis key of one partition; all share the hash tag `{<prefix>:p<N>}`. */
+export interface PartitionKeys {
+  readonly partition: number;
+  /** the hash tag shared by every key below */
+  readonly tag: string;
+  /** stream of accepted events (entry field k = event key) */
+  readonly stream: string;
+  /** stream of resolutions waiting to be dispatched as continuations */
+  readonly outbox: string;
+  /** hash waitId → wait record */
+  readonly waits: string;
+  /** lex zset "<mk><waitId>" of waiting waits */
+  readonly waiting: string;
+  /** lex zset "<mk><waitId>" of settled waits, kept for late events */
+  readonly done: string;
+  /** zset waitId scored by deadline (source of truth for timeouts) */
+  readonly deadlines: string;
+  /** lex zset "<mk><padded stream id><eventKey>" of buffered events */
+  readonly inbox: string;
+  /** lex zset "<mk><padded stream id><eventKey>" of appended, unmatched events */
+  readonly inflight: string;
+  /** hash "e:<eventKey>" → event record, "d:<eventKey>" → dedup record */
+  readonly events: string;
+  /** zset of records to remove, scored by time */
+  readonly expiry: string;
+  /** lex zset "<run position><waitId>|<defHash>" (run index) */
+  readonly runs: string;
+  /** capped list of refused events (for `explain`) */
+  readonly rejected: string;
+}
+
+/** Consumer group of the matchers on each partition stream. */
+export const MATCHER_GROUP = "matchers";
+/** Consumer group of the dispatchers on each partition outbox. */
+export const DISPATCHER_GROUP = "dispatchers";
+
+const WAIT_ID = /^w(\d{1,5})\.([A-Za-z0-9_-]{16})$/;
+
+/**
+ * The one owner of every key name. Partition of a match key, a run key or an
+ * event key is a stable hash (FNV-1a) of its encoded tuple, mod the partition count.
+ */
+export class KeyLayout {
+  readonly prefix: string;
+  readonly partitions: number;
+  readonly #cache = new Map<number, PartitionKeys>();
+
+  constructor(prefix: string, partitions: number) {
+    if (!/^[A-Za-z0-9._-]{1,64}$/.test(prefix)) throw new Error(`invalid key prefix ${JSON.stringify(prefix)}`);
+    if (!Number.isInteger(partitions) || partitions < 1 || partitions > 16384) {
+      throw new Error(`invalid partition count ${partitions}`);
+    }
+    this.prefix = prefix;
+    this.partitions = partitions;
+  }
+
+  /** Keys of partition `p`. */
+  partition(p: number): PartitionKeys {
+    let keys = this.#cache.get(p);
+    if (!keys) {
+      if (!Number.isInteger(p) || p < 0 || p >= this.partitions) throw new Error(`no partition ${p}`);
+      const tag = `{${this.prefix}:p${p}}`;
+      keys = Object.freeze({
+        partition: p,
+        tag,
+        stream: `${tag}:s`,
+        outbox: `${tag}:o`,
+        waits: `${tag}:w`,
+        waiting: `${tag}:iw`,
+        done: `${tag}:id`,
+        deadlines: `${tag}:dl`,
+        inbox: `${tag}:ib`,
+        inflight: `${tag}:if`,
+        events: `${tag}:e`,
+        expiry: `${tag}:x`,
+        runs: `${tag}:r`,
+        rejected: `${tag}:rj`,
+      });
+      this.#cache.set(p, keys);
+    }
+    return keys;
+  }
+
+  /** Deployment-wide metadata (stored partition count). Its own slot. */
+  get metaKey(): string {
+    return `{${this.prefix}:meta}`;
+  }
+
+  /** Every partition index, 0 … P-1. */
+  allPartitions(): number[] {
+    return Array.from({ length: this.partitions }, (_, i) => i);
+  }
+
+  private place(encoded: string): number {
+    return fnv1a32(encoded) % this.partitions;
+  }
+
+  /** Encoded match key (tenant, eventType, correlationId). */
+  matchKey(tenant: string, eventType: string, correlationId: string): string {
+    return encodeParts(tenant, eventType, correlationId);
+  }
+
+  matchPartition(tenant: string, eventType: string, correlationId: string): number {
+    return this.place(this.matchKey(tenant, eventType, correlationId));
+  }
+
+  /** Encoded event key (tenant, producer, eventId): the dedup key. */
+  eventKey(tenant: string, producer: string, eventId: string): string {
+    return encodeParts(tenant, producer, eventId);
+  }
+
+  eventPartition(tenant: string, producer: string, eventId: string): number {
+    return this.place(this.eventKey(tenant, producer, eventId));
+  }
+
+  /** Encoded run position (tenant, runId, position). */
+  runPosition(tenant: string, runId: string, position: string): string {
+    return encodeParts(tenant, runId, position);
+  }
+
+  /** The run index of a run lives in the partition of (tenant, runId). */
+  runPartition(tenant: string, runId: string): number {
+    return this.place(encodeParts(tenant, runId));
+  }
+
+  /** The wait id of a run position whose match key lies in `partition`. */
+  waitId(tenant: string, runId: string, position: string, partition: number): string {
+    return `w${partition}.${digest(this.runPosition(tenant, runId, position), 16)}`;
+  }
+
+  /** The partition a wait id names, or null for an id that is malformed or out of range. */
+  waitPartition(waitId: string): number | null {
+    const m = WAIT_ID.exec(waitId);
+    if (!m) return null;
+    const p = Number(m[1]);
+    return p < this.partitions ? p : null;
+  }
+}

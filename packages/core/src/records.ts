@@ -1,0 +1,166 @@
+/**
+ * The records the Lua transitions keep (cjson, short field names) and their
+ * mapping to the API shapes. Only this module knows the short names.
+ */
+import { decodeParts } from "./encoding.js";
+import type {
+  EventRecord,
+  EventRef,
+  EventStatus,
+  HistoryEntry,
+  Resolution,
+  ResolutionKind,
+  Wait,
+  WaitState,
+} from "./schemas.js";
+
+/** An event reference inside a record. */
+export interface RawEventRef {
+  pr: string;
+  id: string;
+  at: number;
+  sid: string;
+}
+
+export interface RawWait {
+  /** encoded match key (tenant, type, correlationId) */
+  mk: string;
+  r: string;
+  p: string;
+  s: "w" | "r" | "t" | "c";
+  ca: number;
+  dl?: number;
+  sn?: number;
+  j?: string;
+  /** raw metadata JSON */
+  m?: string;
+  res?: {
+    k: "e" | "t" | "c" | "d";
+    at: number;
+    ev?: RawEventRef & { pl?: string };
+    dl?: number;
+    pl?: string;
+  };
+  con?: { by: string; at: number };
+  late?: RawEventRef[];
+  h?: Array<{ at: number; w: string } & Record<string, unknown>>;
+}
+
+export interface RawEvent {
+  t: string;
+  pr: string;
+  id: string;
+  ty: string;
+  c: string;
+  mk: string;
+  oa?: string;
+  pl?: string;
+  rt: number;
+  sid: string;
+  at: number;
+  st: "p" | "m" | "b" | "l" | "x";
+  mw?: string[];
+  lf?: string[];
+}
+
+export interface RawDedup {
+  ty: string;
+  c: string;
+  mp: number;
+  h: string;
+  s: "p" | "a";
+  sid?: string;
+  at?: number;
+}
+
+const STATES: Record<RawWait["s"], WaitState> = { w: "waiting", r: "resolved", t: "timed_out", c: "cancelled" };
+const KINDS: Record<NonNullable<RawWait["res"]>["k"], ResolutionKind> = {
+  e: "event",
+  t: "timeout",
+  c: "cancel",
+  d: "deliver",
+};
+const EVENT_STATUS: Record<RawEvent["st"], EventStatus> = {
+  p: "pending",
+  m: "matched",
+  b: "buffered",
+  l: "late",
+  x: "expired",
+};
+
+/** ISO-8601 UTC with milliseconds. */
+export function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+function parseObject(raw: string | undefined): Record<string, unknown> | null {
+  return raw === undefined || raw === "" ? null : (JSON.parse(raw) as Record<string, unknown>);
+}
+
+function eventRef(raw: RawEventRef): EventRef {
+  return { producer: raw.pr, id: raw.id, acceptedAt: iso(raw.at), streamId: raw.sid };
+}
+
+function resolution(raw: NonNullable<RawWait["res"]>): Resolution {
+  const out: Resolution = { kind: KINDS[raw.k], at: iso(raw.at) };
+  if (raw.ev) out.event = { ...eventRef(raw.ev), payload: parseObject(raw.ev.pl) };
+  if (raw.dl !== undefined) out.deadline = iso(raw.dl);
+  if (raw.k === "d") out.payload = parseObject(raw.pl);
+  return out;
+}
+
+function historyEntry(raw: { at: number; w: string } & Record<string, unknown>): HistoryEntry {
+  const { at, w, k, ev, dl, j, ...rest } = raw;
+  const entry: Record<string, unknown> = { at: iso(at), what: w, ...rest };
+  if (typeof k === "string") entry.kind = KINDS[k as keyof typeof KINDS] ?? k;
+  if (ev && typeof ev === "object") entry.event = eventRef(ev as RawEventRef);
+  if (typeof dl === "number") entry.deadline = iso(dl);
+  if (typeof j === "string") entry.externalJobId = j;
+  return entry as HistoryEntry;
+}
+
+/** The API view of a wait record. */
+export function toWait(id: string, raw: RawWait): Wait {
+  const [tenant = "", eventType = "", correlationId = ""] = decodeParts(raw.mk, 3);
+  const registered: HistoryEntry = { at: iso(raw.ca), what: "registered" };
+  if (raw.dl !== undefined) registered.deadline = iso(raw.dl);
+  if (raw.sn !== undefined) registered.since = iso(raw.sn);
+  return {
+    id,
+    tenant,
+    runId: raw.r,
+    position: raw.p,
+    eventType,
+    correlationId,
+    state: STATES[raw.s],
+    createdAt: iso(raw.ca),
+    deadline: raw.dl === undefined ? null : iso(raw.dl),
+    since: raw.sn === undefined ? null : iso(raw.sn),
+    externalJobId: raw.j ?? null,
+    metadata: parseObject(raw.m),
+    resolution: raw.res ? resolution(raw.res) : null,
+    consumption: raw.con ? { by: raw.con.by, at: iso(raw.con.at) } : null,
+    lateEvents: (raw.late ?? []).map(eventRef),
+    history: [registered, ...(raw.h ?? []).map(historyEntry)],
+  };
+}
+
+/** The API view of an event record. */
+export function toEventRecord(raw: RawEvent, at: number = raw.at): EventRecord {
+  let status = EVENT_STATUS[raw.st];
+  // A buffered event past its retention reads as expired even before the sweeper ran.
+  if (status === "buffered" && raw.at + raw.rt < at) status = "expired";
+  return {
+    id: raw.id,
+    tenant: raw.t,
+    producer: raw.pr,
+    type: raw.ty,
+    correlationId: raw.c,
+    occurredAt: raw.oa ?? null,
+    acceptedAt: iso(raw.at),
+    streamId: raw.sid,
+    status,
+    matchedWaits: raw.mw ?? [],
+    lateFor: raw.lf ?? [],
+  };
+}

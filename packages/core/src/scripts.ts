@@ -1,0 +1,175 @@
+/**
+ * Typed access to the Lua transitions: one `<script>Args()` helper per script whose
+ * KEYS and ARGV order follows the script header line by line, and `runScript` which
+ * calls the versioned command (EVALSHA with EVAL fallback, via ioredis defineCommand).
+ */
+import type { ChainableCommander, Cluster, Redis } from "ioredis";
+import { luaScripts, type ScriptName } from "./generated/lua.js";
+import type { PartitionKeys } from "./keys.js";
+
+export type RedisLike = Redis | Cluster;
+export type Commander = RedisLike | ChainableCommander;
+
+export interface ScriptCall {
+  script: ScriptName;
+  keys: string[];
+  args: Array<string | number>;
+}
+
+const defined = new WeakSet<object>();
+
+/** Registers every script on a connection once (pipelines inherit them). */
+export function defineScripts(redis: RedisLike): void {
+  if (defined.has(redis)) return;
+  for (const def of Object.values(luaScripts)) {
+    redis.defineCommand(def.command, { numberOfKeys: def.numberOfKeys, lua: def.lua });
+  }
+  defined.add(redis);
+}
+
+type ScriptFn = (...args: Array<string | number>) => Promise<unknown>;
+
+/** Runs a script on a connection (returns its reply) or queues it on a pipeline. */
+export function runScript(target: Commander, call: ScriptCall): Promise<unknown> {
+  const def = luaScripts[call.script];
+  if (call.keys.length !== def.numberOfKeys) {
+    throw new Error(`${call.script} takes ${def.numberOfKeys} keys, got ${call.keys.length}`);
+  }
+  const fn = (target as unknown as Record<string, ScriptFn>)[def.command];
+  if (!fn) throw new Error(`script ${call.script} is not defined on this connection`);
+  return fn.call(target, ...call.keys, ...call.args);
+}
+
+/** "" lets the script read Redis TIME; a number fixes the clock (tests). */
+function clock(now?: number): string {
+  return now === undefined ? "" : String(now);
+}
+
+export function dedupEventArgs(
+  k: PartitionKeys,
+  a: { eventKey: string; contentHash: string; record: string; windowMs: number; now?: number },
+): ScriptCall {
+  return {
+    script: "dedupEvent",
+    keys: [k.events, k.expiry],
+    args: [a.eventKey, a.contentHash, a.record, a.windowMs, clock(a.now)],
+  };
+}
+
+export function appendEventArgs(
+  k: PartitionKeys,
+  a: { eventKey: string; record: string; keepMs: number; now?: number },
+): ScriptCall {
+  return {
+    script: "appendEvent",
+    keys: [k.stream, k.events, k.inflight, k.expiry],
+    args: [a.eventKey, a.record, a.keepMs, clock(a.now)],
+  };
+}
+
+export function commitDedupArgs(k: PartitionKeys, a: { eventKey: string; streamId: string }): ScriptCall {
+  return { script: "commitDedup", keys: [k.events], args: [a.eventKey, a.streamId] };
+}
+
+export function claimRunPositionArgs(
+  k: PartitionKeys,
+  a: { runPosition: string; waitId: string; defHash: string },
+): ScriptCall {
+  return { script: "claimRunPosition", keys: [k.runs], args: [a.runPosition, a.waitId, a.defHash] };
+}
+
+export function registerWaitArgs(
+  k: PartitionKeys,
+  a: {
+    waitId: string;
+    record: string;
+    timeoutMs?: number;
+    deadlineMs?: number;
+    sinceMs?: number;
+    retentionMs: number;
+    now?: number;
+  },
+): ScriptCall {
+  return {
+    script: "registerWait",
+    keys: [k.waits, k.waiting, k.done, k.deadlines, k.inbox, k.events, k.outbox, k.expiry],
+    args: [a.waitId, a.record, a.timeoutMs ?? "", a.deadlineMs ?? "", a.sinceMs ?? "", a.retentionMs, clock(a.now)],
+  };
+}
+
+export function matchEventArgs(
+  k: PartitionKeys,
+  a: { streamId: string; eventKey: string; fanoutCap: number; retentionMs: number; now?: number },
+): ScriptCall {
+  return {
+    script: "matchEvent",
+    keys: [k.events, k.waits, k.waiting, k.done, k.deadlines, k.inbox, k.inflight, k.outbox, k.expiry],
+    args: [a.streamId, a.eventKey, a.fanoutCap, a.retentionMs, clock(a.now)],
+  };
+}
+
+export function timeoutWaitArgs(
+  k: PartitionKeys,
+  a: { waitId: string; retentionMs: number; now?: number },
+): ScriptCall {
+  return {
+    script: "timeoutWait",
+    keys: [k.waits, k.waiting, k.done, k.deadlines, k.inflight, k.outbox, k.expiry],
+    args: [a.waitId, a.retentionMs, clock(a.now)],
+  };
+}
+
+export function cancelWaitArgs(
+  k: PartitionKeys,
+  a: { waitId: string; tenantPrefix: string; retentionMs: number; now?: number },
+): ScriptCall {
+  return {
+    script: "cancelWait",
+    keys: [k.waits, k.waiting, k.done, k.deadlines, k.outbox, k.expiry],
+    args: [a.waitId, a.tenantPrefix, a.retentionMs, clock(a.now)],
+  };
+}
+
+export function deliverCandidatesArgs(
+  k: PartitionKeys,
+  a: { prefix: string; limit: number; now?: number },
+): ScriptCall {
+  return { script: "deliverCandidates", keys: [k.waiting, k.waits], args: [a.prefix, 3, a.limit, clock(a.now)] };
+}
+
+export function deliverWaitsArgs(
+  k: PartitionKeys,
+  a: { tenantPrefix: string; payload?: string; retentionMs: number; waitIds: string[]; now?: number },
+): ScriptCall {
+  return {
+    script: "deliverWaits",
+    keys: [k.waits, k.waiting, k.done, k.deadlines, k.outbox, k.expiry],
+    args: [a.tenantPrefix, a.payload ?? "", a.retentionMs, clock(a.now), ...a.waitIds],
+  };
+}
+
+export function consumeWaitArgs(
+  k: PartitionKeys,
+  a: { waitId: string; tenantPrefix: string; worker: string; now?: number },
+): ScriptCall {
+  return { script: "consumeWait", keys: [k.waits], args: [a.waitId, a.tenantPrefix, a.worker, clock(a.now)] };
+}
+
+export function annotateWaitArgs(
+  k: PartitionKeys,
+  a: { waitId: string; tenantPrefix: string; what: string; detail: string; now?: number },
+): ScriptCall {
+  return {
+    script: "annotateWait",
+    keys: [k.waits],
+    args: [a.waitId, a.tenantPrefix, a.what, a.detail, clock(a.now)],
+  };
+}
+
+export function expireRecordsArgs(k: PartitionKeys, a: { limit: number; now?: number }): ScriptCall {
+  return {
+    script: "expireRecords",
+    keys: [k.expiry, k.waits, k.done, k.events, k.inbox],
+    args: [a.limit, clock(a.now)],
+  };
+}

@@ -1,0 +1,562 @@
+/**
+ * The typed Store: every state change of rendezvous is one Lua transition over one
+ * partition; this class builds their arguments, runs them (pipelined where a batch
+ * allows) and turns their replies into typed results. It never reads, changes and
+ * writes wait state itself.
+ */
+import { Code } from "./codes.js";
+import { type Config, retentionFor } from "./config.js";
+import { canonicalJson, digest, encodeParts } from "./encoding.js";
+import { RendezvousError } from "./errors.js";
+import { failpoint } from "./failpoints.js";
+import { KeyLayout } from "./keys.js";
+import { iso, type RawDedup, type RawEvent, type RawWait, toEventRecord, toWait } from "./records.js";
+import type { EventInput, EventRecord, HistoryWhat, Wait, WaitSpec } from "./schemas.js";
+import {
+  annotateWaitArgs,
+  appendEventArgs,
+  type Commander,
+  cancelWaitArgs,
+  claimRunPositionArgs,
+  commitDedupArgs,
+  consumeWaitArgs,
+  dedupEventArgs,
+  defineScripts,
+  deliverCandidatesArgs,
+  deliverWaitsArgs,
+  expireRecordsArgs,
+  matchEventArgs,
+  type RedisLike,
+  registerWaitArgs,
+  runScript,
+  type ScriptCall,
+  timeoutWaitArgs,
+} from "./scripts.js";
+
+/** What the Store needs of the config. */
+export type StoreConfig = Pick<
+  Config,
+  "partitions" | "retentionMs" | "dedupWindowMs" | "fanoutCap" | "maxTimeoutMs" | "eventTypes"
+>;
+
+export interface StoreOptions {
+  redis: RedisLike;
+  config: StoreConfig;
+  /** key prefix of every Redis key @defaultValue "rdv" */
+  prefix?: string;
+  /**
+   * Fixes the clock of the transitions (tests only). Returning undefined, or leaving
+   * it out, uses Redis TIME. A fixed clock must not go backwards: it also sets the
+   * stream ids of appended events.
+   */
+  clock?: () => number | undefined;
+}
+
+export type IngestResult =
+  | { status: "accepted"; event: EventRecord }
+  | { status: "duplicate"; event: EventRecord }
+  | { status: "rejected"; error: RendezvousError };
+
+export interface MatchResult {
+  /** matched / buffered / late; duplicate = the event key belongs to another entry; missing = no record */
+  status: "matched" | "buffered" | "late" | "duplicate" | "missing";
+  matched: string[];
+  late: string[];
+}
+
+export type TimeoutResult =
+  | { outcome: "timed_out"; wait: Wait }
+  | { outcome: "not_waiting"; wait: Wait }
+  | { outcome: "not_found" }
+  | { outcome: "not_due"; deadline: number | null }
+  | { outcome: "backlog"; deadline: number };
+
+export interface DeliverRequest {
+  eventType: string;
+  correlationId?: string;
+  payload?: Record<string, unknown>;
+  all?: boolean;
+}
+
+export interface ConsumeResult {
+  first: boolean;
+  consumption: { by: string; at: string };
+  wait: Wait;
+}
+
+type Reply = [number, ...unknown[]];
+
+/** Maps a reply code that is an API error to the typed error (the one mapping). */
+function failure(code: number, context: Record<string, unknown> = {}): RendezvousError {
+  switch (code) {
+    case Code.NOT_FOUND:
+      return new RendezvousError("not_found");
+    case Code.NOT_WAITING:
+      return new RendezvousError("not_waiting", undefined, context);
+    case Code.NOT_RESOLVED:
+      return new RendezvousError("not_resolved", undefined, context);
+    default:
+      return new RendezvousError("internal", `unexpected reply code ${code}`, context);
+  }
+}
+
+function asReply(value: unknown, script: string): Reply {
+  if (!Array.isArray(value) || typeof value[0] !== "number") {
+    throw new RendezvousError("internal", `${script}: malformed reply`);
+  }
+  return value as Reply;
+}
+
+function parseWait(raw: unknown): RawWait {
+  return JSON.parse(String(raw)) as RawWait;
+}
+
+function toMs(isoTime: string | undefined): number | undefined {
+  return isoTime === undefined ? undefined : Date.parse(isoTime);
+}
+
+export class Store {
+  readonly keys: KeyLayout;
+  readonly redis: RedisLike;
+  readonly config: StoreConfig;
+  readonly #clock: () => number | undefined;
+
+  constructor(opts: StoreOptions) {
+    this.redis = opts.redis;
+    this.config = opts.config;
+    this.keys = new KeyLayout(opts.prefix ?? "rdv", opts.config.partitions);
+    this.#clock = opts.clock ?? (() => undefined);
+    defineScripts(this.redis);
+  }
+
+  private now(): number | undefined {
+    return this.#clock();
+  }
+
+  private async run(call: ScriptCall): Promise<Reply> {
+    return asReply(await runScript(this.redis, call), call.script);
+  }
+
+  /** Runs several scripts in one round trip; a script error becomes a thrown error. */
+  private async runAll(calls: ScriptCall[]): Promise<Reply[]> {
+    if (calls.length === 0) return [];
+    if (calls.length === 1) return [await this.run(calls[0] as ScriptCall)];
+    const pipeline = this.redis.pipeline();
+    for (const call of calls) void runScript(pipeline as Commander, call);
+    const results = (await pipeline.exec()) ?? [];
+    return results.map(([err, value], i) => {
+      if (err) throw err;
+      return asReply(value, calls[i]?.script ?? "?");
+    });
+  }
+
+  // ---------------------------------------------------------------- ingest
+
+  /**
+   * Dedups and appends events of one producer (already authenticated and validated).
+   * Three pipelined round trips for the whole batch: dedup (event-key partitions),
+   * append (match-key partitions), commit (event-key partitions). A crash between
+   * them loses nothing: the producer's retry finds the record `pending` and appends
+   * again, and append is idempotent per event key.
+   */
+  async ingest(tenant: string, producer: string, events: EventInput[]): Promise<IngestResult[]> {
+    const now = this.now();
+    const items = events.map((e) => {
+      const eventKey = this.keys.eventKey(tenant, producer, e.id);
+      const matchPartition = this.keys.matchPartition(tenant, e.type, e.correlationId);
+      const content = canonicalJson({
+        type: e.type,
+        correlationId: e.correlationId,
+        occurredAt: e.occurredAt,
+        payload: e.payload,
+      });
+      return {
+        input: e,
+        eventKey,
+        eventPartition: this.keys.partition(this.keys.eventPartition(tenant, producer, e.id)),
+        matchPartition,
+        contentHash: digest(content, 22),
+      };
+    });
+
+    const dedup = await this.runAll(
+      items.map((it) =>
+        dedupEventArgs(it.eventPartition, {
+          eventKey: it.eventKey,
+          contentHash: it.contentHash,
+          record: JSON.stringify({ ty: it.input.type, c: it.input.correlationId, mp: it.matchPartition }),
+          windowMs: this.config.dedupWindowMs,
+          now,
+        }),
+      ),
+    );
+
+    const results: Array<IngestResult | undefined> = new Array(items.length);
+    const toAppend: number[] = [];
+    const toFetch: Array<{ index: number; rec: RawDedup }> = [];
+    const firstInBatch = new Map<string, number>();
+    const sameInBatch: Array<[later: number, first: number]> = [];
+    dedup.forEach(([code, raw], i) => {
+      const eventKey = (items[i] as (typeof items)[number]).eventKey;
+      const first = firstInBatch.get(eventKey);
+      if (code === Code.PENDING && first !== undefined) sameInBatch.push([i, first]);
+      else if (code === Code.CREATED || code === Code.PENDING) {
+        toAppend.push(i);
+        firstInBatch.set(eventKey, i);
+      } else if (code === Code.DUPLICATE) toFetch.push({ index: i, rec: JSON.parse(String(raw)) as RawDedup });
+      else if (code === Code.CONFLICT) {
+        results[i] = { status: "rejected", error: new RendezvousError("event_id_conflict") };
+      } else throw failure(code);
+    });
+
+    const appended = await this.runAll(
+      toAppend.map((i) => {
+        const it = items[i] as (typeof items)[number];
+        const e = it.input;
+        const retention = retentionFor(this.config as Config, e.type);
+        const record = {
+          t: tenant,
+          pr: producer,
+          id: e.id,
+          ty: e.type,
+          c: e.correlationId,
+          mk: this.keys.matchKey(tenant, e.type, e.correlationId),
+          oa: e.occurredAt,
+          pl: e.payload === undefined ? undefined : JSON.stringify(e.payload),
+          rt: retention,
+        };
+        return appendEventArgs(this.keys.partition(it.matchPartition), {
+          eventKey: it.eventKey,
+          record: JSON.stringify(record),
+          keepMs: Math.max(this.config.dedupWindowMs, retention),
+          now,
+        });
+      }),
+    );
+    failpoint("ingest.after-append");
+
+    const streamIds = appended.map(([, sid]) => String(sid));
+    await this.runAll(
+      toAppend.map((i, j) =>
+        commitDedupArgs((items[i] as (typeof items)[number]).eventPartition, {
+          eventKey: (items[i] as (typeof items)[number]).eventKey,
+          streamId: streamIds[j] as string,
+        }),
+      ),
+    );
+    toAppend.forEach((i, j) => {
+      const it = items[i] as (typeof items)[number];
+      const sid = streamIds[j] as string;
+      results[i] = {
+        status: "accepted",
+        event: {
+          id: it.input.id,
+          tenant,
+          producer,
+          type: it.input.type,
+          correlationId: it.input.correlationId,
+          occurredAt: it.input.occurredAt ?? null,
+          acceptedAt: iso(Number(sid.split("-")[0])),
+          streamId: sid,
+          status: "pending",
+          matchedWaits: [],
+          lateFor: [],
+        },
+      };
+    });
+
+    for (const [later, first] of sameInBatch) {
+      const original = results[first];
+      if (original?.status === "accepted") results[later] = { status: "duplicate", event: original.event };
+    }
+
+    if (toFetch.length > 0) {
+      const pipeline = this.redis.pipeline();
+      for (const { rec, index } of toFetch) {
+        pipeline.hget(this.keys.partition(rec.mp).events, `e:${(items[index] as (typeof items)[number]).eventKey}`);
+      }
+      const fetched = (await pipeline.exec()) ?? [];
+      toFetch.forEach(({ index, rec }, j) => {
+        const [err, raw] = fetched[j] ?? [null, null];
+        if (err) throw err;
+        const it = items[index] as (typeof items)[number];
+        const event: EventRecord = raw
+          ? toEventRecord(JSON.parse(String(raw)) as RawEvent, this.now() ?? Date.now())
+          : {
+              id: it.input.id,
+              tenant,
+              producer,
+              type: rec.ty,
+              correlationId: rec.c,
+              occurredAt: null,
+              acceptedAt: iso(rec.at ?? 0),
+              streamId: rec.sid ?? "",
+              status: "expired",
+              matchedWaits: [],
+              lateFor: [],
+            };
+        results[index] = { status: "duplicate", event };
+      });
+    }
+    return results as IngestResult[];
+  }
+
+  /** An accepted event of a tenant's producer, or null. */
+  async getEvent(tenant: string, producer: string, eventId: string): Promise<EventRecord | null> {
+    const eventKey = this.keys.eventKey(tenant, producer, eventId);
+    const dedupRaw = await this.redis.hget(
+      this.keys.partition(this.keys.eventPartition(tenant, producer, eventId)).events,
+      `d:${eventKey}`,
+    );
+    if (!dedupRaw) return null;
+    const dedup = JSON.parse(dedupRaw) as RawDedup;
+    const raw = await this.redis.hget(this.keys.partition(dedup.mp).events, `e:${eventKey}`);
+    return raw ? toEventRecord(JSON.parse(raw) as RawEvent, this.now() ?? Date.now()) : null;
+  }
+
+  // ---------------------------------------------------------------- waits
+
+  /**
+   * Registers a wait (idempotent on (tenant, runId, position)). Two round trips:
+   * claim the run position in the run key's partition, then create the wait in the
+   * match key's partition, matching a buffered event at once.
+   * @throws RendezvousError wait_conflict, invalid_request
+   */
+  async register(tenant: string, spec: WaitSpec): Promise<{ created: boolean; wait: Wait }> {
+    const deadlineMs = toMs(spec.deadline);
+    const sinceMs = toMs(spec.since);
+    if (spec.timeoutMs !== undefined && spec.timeoutMs > this.config.maxTimeoutMs) {
+      throw new RendezvousError("invalid_request", "timeoutMs exceeds maxTimeoutMs", {
+        issues: [{ path: ["timeoutMs"], message: `at most ${this.config.maxTimeoutMs}` }],
+      });
+    }
+    if (deadlineMs !== undefined && deadlineMs - Date.now() > this.config.maxTimeoutMs) {
+      throw new RendezvousError("invalid_request", "deadline lies further ahead than maxTimeoutMs", {
+        issues: [{ path: ["deadline"], message: `at most ${this.config.maxTimeoutMs} ms ahead` }],
+      });
+    }
+    const partition = this.keys.matchPartition(tenant, spec.eventType, spec.correlationId);
+    const waitId = this.keys.waitId(tenant, spec.runId, spec.position, partition);
+    const defHash = digest(
+      canonicalJson({
+        eventType: spec.eventType,
+        correlationId: spec.correlationId,
+        timeoutMs: spec.timeoutMs,
+        deadline: deadlineMs,
+        since: sinceMs,
+      }),
+      16,
+    );
+    const [claim, claimedId] = await this.run(
+      claimRunPositionArgs(this.keys.partition(this.keys.runPartition(tenant, spec.runId)), {
+        runPosition: this.keys.runPosition(tenant, spec.runId, spec.position),
+        waitId,
+        defHash,
+      }),
+    );
+    if (claim === Code.CONFLICT) {
+      throw new RendezvousError("wait_conflict", undefined, { waitId: String(claimedId) });
+    }
+    const record = {
+      mk: this.keys.matchKey(tenant, spec.eventType, spec.correlationId),
+      r: spec.runId,
+      p: spec.position,
+      j: spec.externalJobId,
+      m: spec.metadata === undefined ? undefined : JSON.stringify(spec.metadata),
+    };
+    const [code, raw] = await this.run(
+      registerWaitArgs(this.keys.partition(partition), {
+        waitId,
+        record: JSON.stringify(record),
+        timeoutMs: spec.timeoutMs,
+        deadlineMs,
+        sinceMs,
+        retentionMs: this.config.retentionMs,
+        now: this.now(),
+      }),
+    );
+    if (code !== Code.CREATED && code !== Code.EXISTS) throw failure(code);
+    return { created: code === Code.CREATED, wait: toWait(waitId, parseWait(raw)) };
+  }
+
+  /** The raw record of a wait, whatever its tenant (internal). */
+  private async rawWait(waitId: string): Promise<RawWait | null> {
+    const p = this.keys.waitPartition(waitId);
+    if (p === null) return null;
+    const raw = await this.redis.hget(this.keys.partition(p).waits, waitId);
+    return raw ? parseWait(raw) : null;
+  }
+
+  /** A wait of the tenant (null = any tenant, admin), or null. */
+  async getWait(tenant: string | null, waitId: string): Promise<Wait | null> {
+    const raw = await this.rawWait(waitId);
+    if (!raw) return null;
+    const wait = toWait(waitId, raw);
+    return tenant === null || wait.tenant === tenant ? wait : null;
+  }
+
+  private partitionOf(waitId: string) {
+    const p = this.keys.waitPartition(waitId);
+    if (p === null) throw new RendezvousError("not_found");
+    return this.keys.partition(p);
+  }
+
+  private tenantPrefix(tenant: string | null): string {
+    return tenant === null ? "" : encodeParts(tenant);
+  }
+
+  /** Cancels a waiting wait. @throws RendezvousError not_found, not_waiting */
+  async cancel(tenant: string | null, waitId: string): Promise<Wait> {
+    const [code, raw] = await this.run(
+      cancelWaitArgs(this.partitionOf(waitId), {
+        waitId,
+        tenantPrefix: this.tenantPrefix(tenant),
+        retentionMs: this.config.retentionMs,
+        now: this.now(),
+      }),
+    );
+    if (code === Code.RESOLVED) return toWait(waitId, parseWait(raw));
+    if (code === Code.NOT_WAITING) throw failure(code, { state: toWait(waitId, parseWait(raw)).state });
+    throw failure(code);
+  }
+
+  /** Claims a settled wait's continuation; `first` is true for exactly one caller. */
+  async consume(tenant: string | null, waitId: string, worker: string): Promise<ConsumeResult> {
+    const [code, first, raw] = await this.run(
+      consumeWaitArgs(this.partitionOf(waitId), {
+        waitId,
+        tenantPrefix: this.tenantPrefix(tenant),
+        worker,
+        now: this.now(),
+      }),
+    );
+    if (code !== Code.OK) throw failure(code);
+    const wait = toWait(waitId, parseWait(raw));
+    return { first: first === 1, consumption: wait.consumption as ConsumeResult["consumption"], wait };
+  }
+
+  /** Sets the external job id (not part of the definition) and records job_attached. */
+  async attachJob(tenant: string | null, waitId: string, externalJobId: string): Promise<Wait> {
+    return this.annotate(tenant, waitId, "job_attached", { j: externalJobId });
+  }
+
+  /** Appends a timeline entry (dispatcher, sweeper, ingest). */
+  async annotate(
+    tenant: string | null,
+    waitId: string,
+    what: Exclude<HistoryWhat, "registered" | "resolved" | "late_event" | "consumed">,
+    detail: Record<string, unknown> = {},
+  ): Promise<Wait> {
+    const [code, raw] = await this.run(
+      annotateWaitArgs(this.partitionOf(waitId), {
+        waitId,
+        tenantPrefix: this.tenantPrefix(tenant),
+        what,
+        detail: JSON.stringify(detail),
+        now: this.now(),
+      }),
+    );
+    if (code !== Code.OK) throw failure(code);
+    return toWait(waitId, parseWait(raw));
+  }
+
+  /**
+   * Resolves waiting waits of the tenant directly (API.md, Direct delivery).
+   * Without a correlation id every partition is asked (one pipelined round trip);
+   * more than one candidate without `all` is refused and nothing is resolved.
+   * @throws RendezvousError ambiguous
+   */
+  async deliver(tenant: string, req: DeliverRequest): Promise<{ delivered: string[]; matched: number }> {
+    const now = this.now();
+    const partitions =
+      req.correlationId === undefined
+        ? this.keys.allPartitions()
+        : [this.keys.matchPartition(tenant, req.eventType, req.correlationId)];
+    const prefix =
+      req.correlationId === undefined
+        ? encodeParts(tenant, req.eventType)
+        : encodeParts(tenant, req.eventType, req.correlationId);
+    const found = await this.runAll(
+      partitions.map((p) =>
+        deliverCandidatesArgs(this.keys.partition(p), { prefix, limit: this.config.fanoutCap, now }),
+      ),
+    );
+    const byPartition = found.map(([, ids], i) => ({ p: partitions[i] as number, ids: (ids as string[]) ?? [] }));
+    const candidates = byPartition.flatMap((x) => x.ids);
+    if (candidates.length > 1 && !req.all) {
+      throw new RendezvousError("ambiguous", undefined, { candidates });
+    }
+    const resolved = await this.runAll(
+      byPartition
+        .filter((x) => x.ids.length > 0)
+        .map((x) =>
+          deliverWaitsArgs(this.keys.partition(x.p), {
+            tenantPrefix: encodeParts(tenant),
+            payload: req.payload === undefined ? undefined : JSON.stringify(req.payload),
+            retentionMs: this.config.retentionMs,
+            waitIds: x.ids,
+            now,
+          }),
+        ),
+    );
+    return { delivered: resolved.flatMap(([, ids]) => (ids as string[]) ?? []), matched: candidates.length };
+  }
+
+  // ---------------------------------------------------------------- workers
+
+  /** Runs the match for stream entries of one partition, in one round trip. */
+  async match(partition: number, entries: Array<{ streamId: string; eventKey: string }>): Promise<MatchResult[]> {
+    const k = this.keys.partition(partition);
+    const now = this.now();
+    const replies = await this.runAll(
+      entries.map((e) =>
+        matchEventArgs(k, {
+          streamId: e.streamId,
+          eventKey: e.eventKey,
+          fanoutCap: this.config.fanoutCap,
+          retentionMs: this.config.retentionMs,
+          now,
+        }),
+      ),
+    );
+    return replies.map(([code, status, matched, late]) => {
+      if (code === Code.DUPLICATE) return { status: "duplicate", matched: [], late: [] };
+      if (code === Code.NOT_FOUND) return { status: "missing", matched: [], late: [] };
+      if (code !== Code.OK) throw failure(code);
+      const s = status === "m" ? "matched" : status === "b" ? "buffered" : status === "l" ? "late" : null;
+      if (!s) throw new RendezvousError("internal", `matchEvent: status ${String(status)}`);
+      return { status: s, matched: (matched as string[]) ?? [], late: (late as string[]) ?? [] };
+    });
+  }
+
+  /** Tries to time out a wait by the event-time rule. */
+  async timeout(waitId: string): Promise<TimeoutResult> {
+    const p = this.keys.waitPartition(waitId);
+    if (p === null) return { outcome: "not_found" };
+    const [code, value] = await this.run(
+      timeoutWaitArgs(this.keys.partition(p), { waitId, retentionMs: this.config.retentionMs, now: this.now() }),
+    );
+    switch (code) {
+      case Code.RESOLVED:
+        return { outcome: "timed_out", wait: toWait(waitId, parseWait(value)) };
+      case Code.NOT_WAITING:
+        return { outcome: "not_waiting", wait: toWait(waitId, parseWait(value)) };
+      case Code.NOT_FOUND:
+        return { outcome: "not_found" };
+      case Code.NOT_DUE:
+        return { outcome: "not_due", deadline: value === "" ? null : Number(value) };
+      case Code.BACKLOG:
+        return { outcome: "backlog", deadline: Number(value) };
+      default:
+        throw failure(code);
+    }
+  }
+
+  /** Removes expired records of one partition (bounded work per call). */
+  async expire(partition: number, limit = 200): Promise<{ handled: number; more: boolean }> {
+    const [, handled, more] = await this.run(
+      expireRecordsArgs(this.keys.partition(partition), { limit, now: this.now() }),
+    );
+    return { handled: Number(handled), more: more === 1 };
+  }
+}

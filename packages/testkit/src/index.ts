@@ -1,0 +1,3 @@
+export { guardClosed, redisUrl, trackOpen, uniquePrefix } from "./fixtures.js";
+export { mulberry32, seedFromEnv } from "./random.js";
+export { freePort, type RedisServer, type RedisServerOptions, startRedisServer } from "./redis-server.js";

@@ -1,0 +1,153 @@
+/**
+ * Private redis-server processes for tests: each on a free loopback port with its
+ * own temp dir, stopped by PID. Tests never touch the shared 6379 instance.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createConnection, createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export interface RedisServerOptions {
+  /** AOF on (`appendonly yes`) @defaultValue false */
+  aof?: boolean;
+  /** appendfsync policy when aof is on @defaultValue "everysec" */
+  fsync?: "always" | "everysec" | "no";
+  /** extra `--name value` arguments */
+  args?: string[];
+  /** data dir; a fresh temp dir when absent (removed on stop) */
+  dir?: string;
+  /** port; a free one when absent */
+  port?: number;
+}
+
+export interface RedisServer {
+  readonly port: number;
+  readonly url: string;
+  readonly pid: number;
+  readonly dir: string;
+  readonly process: ChildProcess;
+  /** SIGTERM (then SIGKILL after 5 s), wait for exit, remove the temp dir if we made it. */
+  stop(): Promise<void>;
+  /** SIGKILL, for crash tests. Keeps the dir. */
+  kill(): Promise<void>;
+}
+
+/** A TCP port that was free on 127.0.0.1 a moment ago. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const addr = srv.address();
+      const port = typeof addr === "object" && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function ping(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const sock = createConnection({ host: "127.0.0.1", port });
+    let buf = "";
+    sock.setTimeout(500);
+    sock.on("connect", () => sock.write("PING\r\n"));
+    sock.on("data", (d) => {
+      buf += d.toString();
+      if (buf.includes("\r\n")) {
+        sock.destroy();
+        resolve(buf.startsWith("+PONG"));
+      }
+    });
+    sock.on("error", () => resolve(false));
+    sock.on("timeout", () => {
+      sock.destroy();
+      resolve(false);
+    });
+  });
+}
+
+function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once("exit", () => resolve()));
+}
+
+/** Starts a redis-server and resolves once it answers PING. */
+export async function startRedisServer(opts: RedisServerOptions = {}): Promise<RedisServer> {
+  const ownDir = opts.dir === undefined;
+  const dir = opts.dir ?? mkdtempSync(join(tmpdir(), "rdv-redis-"));
+  for (let attempt = 0; ; attempt++) {
+    const port = opts.port ?? (await freePort());
+    const args = [
+      "--port",
+      String(port),
+      "--bind",
+      "127.0.0.1",
+      "--dir",
+      dir,
+      "--save",
+      "",
+      "--appendonly",
+      opts.aof ? "yes" : "no",
+      "--appendfsync",
+      opts.fsync ?? "everysec",
+      "--maxmemory-policy",
+      "noeviction",
+      "--daemonize",
+      "no",
+      ...(opts.args ?? []),
+    ];
+    const child = spawn("redis-server", args, { stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    child.stdout?.on("data", (d) => {
+      output = (output + d.toString()).slice(-4000);
+    });
+    child.stderr?.on("data", (d) => {
+      output = (output + d.toString()).slice(-4000);
+    });
+    const spawnError = new Promise<Error>((resolve) => child.once("error", resolve));
+    const deadline = Date.now() + 10_000;
+    let ready = false;
+    while (Date.now() < deadline && child.exitCode === null) {
+      const raced = await Promise.race([ping(port), spawnError.then((e) => e)]);
+      if (raced instanceof Error) {
+        throw new Error(`cannot start redis-server (${raced.message}); install it: apt-get install -y redis-server`);
+      }
+      if (raced) {
+        ready = true;
+        break;
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    if (!ready) {
+      child.kill("SIGKILL");
+      await exited(child);
+      if (attempt < 3 && opts.port === undefined && /Address already in use/.test(output)) continue;
+      throw new Error(`redis-server did not start on port ${port}:\n${output}`);
+    }
+    const pid = child.pid as number;
+    return {
+      port,
+      url: `redis://127.0.0.1:${port}`,
+      pid,
+      dir,
+      process: child,
+      async stop() {
+        if (child.exitCode === null && child.signalCode === null) {
+          process.kill(pid, "SIGTERM");
+          const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
+          await exited(child);
+          clearTimeout(timer);
+        }
+        if (ownDir) rmSync(dir, { recursive: true, force: true });
+      },
+      async kill() {
+        if (child.exitCode === null && child.signalCode === null) {
+          process.kill(pid, "SIGKILL");
+          await exited(child);
+        }
+      },
+    };
+  }
+}
