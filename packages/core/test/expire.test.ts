@@ -1,0 +1,56 @@
+import { describe, expect, it } from "vitest";
+import { event, ingestOne, makeStore, matchOne } from "./helpers.js";
+
+describe("expire", () => {
+  it("removes settled waits after retention, expires buffered events and forgets event keys after the window", async () => {
+    const h = makeStore({ partitions: 1, retentionMs: 1000, dedupWindowMs: 5000 });
+    const k = h.store.keys.partition(0);
+    const { wait } = await h.store.register("acme", { runId: "r", position: "p", eventType: "job.done", correlationId: "j1" });
+    await h.store.cancel("acme", wait.id);
+    const buffered = await ingestOne(h, event("b1", "j2"));
+    await matchOne(h, buffered);
+    expect(await h.redis.zcard(k.inbox)).toBe(1);
+
+    h.tick(999);
+    expect((await h.store.expire(0)).handled).toBe(0);
+    h.tick(2);
+    const r = await h.store.expire(0);
+    expect(r.handled).toBe(2);
+    expect(await h.store.getWait("acme", wait.id)).toBeNull();
+    expect(await h.redis.zcard(k.done)).toBe(0);
+    expect(await h.redis.zcard(k.inbox)).toBe(0);
+    expect((await h.store.getEvent("acme", "svc", "b1"))?.status).toBe("expired");
+    // an expired buffered event no longer resolves a new wait
+    const late = await h.store.register("acme", { runId: "r2", position: "p", eventType: "job.done", correlationId: "j2" });
+    expect(late.wait.state).toBe("waiting");
+
+    h.tick(5000);
+    await h.store.expire(0);
+    expect(await h.store.getEvent("acme", "svc", "b1")).toBeNull();
+    expect(await h.redis.hlen(k.events)).toBe(0);
+    // the event key is forgotten: the same id is new again
+    const again = await ingestOne(h, event("b1", "j2"));
+    expect(again.result.status).toBe("accepted");
+  });
+
+  it("reads a buffered event past retention as expired before the sweeper ran, and does not match it", async () => {
+    const h = makeStore({ partitions: 1, retentionMs: 1000 });
+    await matchOne(h, await ingestOne(h, event("b1", "j1")));
+    h.tick(1001);
+    expect((await h.store.getEvent("acme", "svc", "b1"))?.status).toBe("expired");
+    const { wait } = await h.store.register("acme", { runId: "r", position: "p", eventType: "job.done", correlationId: "j1" });
+    expect(wait.state).toBe("waiting");
+  });
+
+  it("works in bounded steps", async () => {
+    const h = makeStore({ partitions: 1, retentionMs: 10 });
+    for (let i = 0; i < 5; i++) {
+      const { wait } = await h.store.register("acme", { runId: `r${i}`, position: "p", eventType: "t", correlationId: `c${i}` });
+      await h.store.cancel("acme", wait.id);
+    }
+    h.tick(11);
+    expect(await h.store.expire(0, 2)).toEqual({ handled: 2, more: true });
+    expect(await h.store.expire(0, 2)).toEqual({ handled: 2, more: true });
+    expect(await h.store.expire(0, 2)).toEqual({ handled: 1, more: false });
+  });
+});

@@ -1,0 +1,121 @@
+import { describe, expect, it } from "vitest";
+import { isRendezvousError } from "../src/index.js";
+import { event, ingestOne, makeStore, matchOne } from "./helpers.js";
+
+describe("ingest: dedup and append", () => {
+  it("accepts an event once; the same content again is a duplicate with the original", async () => {
+    const h = makeStore();
+    const first = await ingestOne(h, event("e1", "job-1"));
+    expect(first.result).toMatchObject({ status: "accepted", event: { id: "e1", status: "pending", tenant: "acme" } });
+    h.tick(10);
+    const [again] = await h.store.ingest("acme", "svc", [event("e1", "job-1")]);
+    expect(again).toMatchObject({
+      status: "duplicate",
+      event: { id: "e1", streamId: first.streamId, acceptedAt: first.result.event.acceptedAt },
+    });
+    expect(await h.redis.xlen(h.store.keys.partition(first.partition).stream)).toBe(1);
+  });
+
+  it("the same event id with other content is a conflict, whatever the type or correlation id", async () => {
+    const h = makeStore();
+    await ingestOne(h, event("e1", "job-1"));
+    for (const other of [
+      event("e1", "job-1", { payload: { n: "changed" } }),
+      event("e1", "job-2"),
+      event("e1", "job-1", { type: "job.failed" }),
+    ]) {
+      const [r] = await h.store.ingest("acme", "svc", [other]);
+      expect(r?.status).toBe("rejected");
+      if (r?.status === "rejected") expect(isRendezvousError(r.error, "event_id_conflict")).toBe(true);
+    }
+    // nothing of the conflicting sends was stored
+    for (const p of h.store.keys.allPartitions()) {
+      const len = await h.redis.xlen(h.store.keys.partition(p).stream);
+      expect(len).toBe(p === h.store.keys.matchPartition("acme", "job.done", "job-1") ? 1 : 0);
+    }
+  });
+
+  it("dedup is per producer and per tenant", async () => {
+    const h = makeStore();
+    await ingestOne(h, event("e1", "job-1"), "acme", "svc");
+    const other = await ingestOne(h, event("e1", "job-1"), "acme", "billing");
+    expect(other.result.status).toBe("accepted");
+    const otherTenant = await ingestOne(h, event("e1", "job-1"), "globex", "svc");
+    expect(otherTenant.result.status).toBe("accepted");
+  });
+
+  it("payload key order does not make a different content", async () => {
+    const h = makeStore();
+    await ingestOne(h, event("e1", "job-1", { payload: { a: 1, b: { c: 2, d: [1, 2] } } }));
+    const [r] = await h.store.ingest("acme", "svc", [event("e1", "job-1", { payload: { b: { d: [1, 2], c: 2 }, a: 1 } })]);
+    expect(r?.status).toBe("duplicate");
+  });
+
+  it("a crash after dedup but before the append loses nothing: the retry appends once", async () => {
+    const h = makeStore();
+    const e = event("e1", "job-1");
+    const ek = h.store.keys.eventKey("acme", "svc", "e1");
+    const ep = h.store.keys.partition(h.store.keys.eventPartition("acme", "svc", "e1"));
+    // simulate the first step only: the record is pending, nothing appended
+    await h.redis.hset(ep.events, `d:${ek}`, JSON.stringify({ ty: e.type, c: e.correlationId, mp: 0, h: "x", s: "p" }));
+    const [conflict] = await h.store.ingest("acme", "svc", [e]);
+    expect(conflict?.status).toBe("rejected"); // other content hash: the guard holds
+    await h.redis.hdel(ep.events, `d:${ek}`);
+
+    // real first step, then "crash" before append: run dedup alone through a batch that we cut
+    const [first] = await h.store.ingest("acme", "svc", [e]);
+    expect(first?.status).toBe("accepted");
+    // put the dedup record back to pending, as if commit had not run
+    const rec = JSON.parse((await h.redis.hget(ep.events, `d:${ek}`)) as string);
+    await h.redis.hset(ep.events, `d:${ek}`, JSON.stringify({ ...rec, s: "p", sid: undefined, at: undefined }));
+    const [retry] = await h.store.ingest("acme", "svc", [e]);
+    expect(retry).toMatchObject({ status: "accepted", event: { streamId: first?.status === "accepted" ? first.event.streamId : "" } });
+    const mp = h.store.keys.matchPartition("acme", e.type, e.correlationId);
+    expect(await h.redis.xlen(h.store.keys.partition(mp).stream)).toBe(1);
+    const [dup] = await h.store.ingest("acme", "svc", [e]);
+    expect(dup?.status).toBe("duplicate");
+  });
+
+  it("a batch answers in order; a repeated id inside it is a duplicate of the first", async () => {
+    const h = makeStore();
+    await ingestOne(h, event("old", "job-0"));
+    const results = await h.store.ingest("acme", "svc", [
+      event("a", "job-1"),
+      event("old", "job-0"),
+      event("b", "job-2"),
+      event("a", "job-1"),
+      event("b", "job-9"),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(["accepted", "duplicate", "accepted", "duplicate", "rejected"]);
+    const a = results[0];
+    const a2 = results[3];
+    if (a?.status === "accepted" && a2?.status === "duplicate") expect(a2.event.streamId).toBe(a.event.streamId);
+  });
+
+  it("getEvent shows status, matched waits and late waits", async () => {
+    const h = makeStore();
+    expect(await h.store.getEvent("acme", "svc", "nope")).toBeNull();
+    const { wait } = await h.store.register("acme", {
+      runId: "r1",
+      position: "p",
+      eventType: "job.done",
+      correlationId: "job-1",
+    });
+    const ev = await ingestOne(h, event("e1", "job-1", { occurredAt: "2026-01-01T00:00:00.000Z" }));
+    expect(await h.store.getEvent("acme", "svc", "e1")).toMatchObject({ status: "pending", matchedWaits: [] });
+    await matchOne(h, ev);
+    expect(await h.store.getEvent("acme", "svc", "e1")).toMatchObject({
+      id: "e1",
+      tenant: "acme",
+      producer: "svc",
+      type: "job.done",
+      correlationId: "job-1",
+      occurredAt: "2026-01-01T00:00:00.000Z",
+      streamId: ev.streamId,
+      status: "matched",
+      matchedWaits: [wait.id],
+      lateFor: [],
+    });
+    expect(await h.store.getEvent("globex", "svc", "e1")).toBeNull();
+  });
+});

@@ -1,0 +1,75 @@
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { Code, KeyLayout, luaScripts } from "../src/index.js";
+import { event, ingestOne, makeStore, matchOne } from "./helpers.js";
+
+async function keysOf(h: ReturnType<typeof makeStore>): Promise<string[]> {
+  // SCAN is fine in a test: it reads this test's private prefix only.
+  const found: string[] = [];
+  let cursor = "0";
+  do {
+    const [next, batch] = await h.redis.scan(cursor, "MATCH", `{${h.prefix}:*`, "COUNT", 1000);
+    cursor = next;
+    found.push(...batch);
+  } while (cursor !== "0");
+  return found.sort();
+}
+
+describe("key layout", () => {
+  it("every key of the product carries a partition hash tag", async () => {
+    const h = makeStore({ partitions: 4 });
+    const { wait } = await h.store.register("acme", { runId: "r", position: "p", eventType: "job.done", correlationId: "j1", timeoutMs: 10 });
+    await matchOne(h, await ingestOne(h, event("e1", "j1")));
+    await matchOne(h, await ingestOne(h, event("e2", "j9")));
+    await h.store.consume("acme", wait.id, "w");
+    const keys = await keysOf(h);
+    expect(keys.length).toBeGreaterThan(0);
+    const pattern = new RegExp(`^\\{${h.prefix}:p[0-3]\\}:(s|o|w|iw|id|dl|ib|if|e|x|r)$`);
+    for (const key of keys) expect(key).toMatch(pattern);
+  });
+
+  it("a pending wait costs one field, two index members and one run-index member", async () => {
+    const h = makeStore({ partitions: 1 });
+    await h.store.register("acme", { runId: "r", position: "p", eventType: "job.done", correlationId: "j1", timeoutMs: 1000 });
+    const k = h.store.keys.partition(0);
+    expect(await keysOf(h)).toEqual([k.deadlines, k.runs, k.waiting, k.waits].sort());
+    expect(await h.redis.hlen(k.waits)).toBe(1);
+    expect(await h.redis.zcard(k.waiting)).toBe(1);
+    expect(await h.redis.zcard(k.deadlines)).toBe(1);
+    expect(await h.redis.zcard(k.runs)).toBe(1);
+  });
+
+  it("places match keys stably, and a wait id names its partition", () => {
+    const a = new KeyLayout("rdv", 16);
+    const b = new KeyLayout("rdv", 16);
+    const p = a.matchPartition("acme", "order.paid", "o-1");
+    expect(b.matchPartition("acme", "order.paid", "o-1")).toBe(p);
+    const id = a.waitId("acme", "run", "pos", p);
+    expect(a.waitPartition(id)).toBe(p);
+    expect(a.waitPartition("w16.AAAAAAAAAAAAAAAA")).toBeNull();
+    expect(a.waitPartition("12345")).toBeNull();
+    // the length-prefixed encoding keeps look-alike tuples apart
+    expect(a.matchKey("a", "b:c", "d")).not.toBe(a.matchKey("a:b", "c", "d"));
+  });
+
+  it("each script declares its key count in its file name and header", () => {
+    for (const [name, def] of Object.entries(luaScripts)) {
+      const declared = [...def.lua.matchAll(/^\s*KEYS\[(\d+)\]/gm)].map((m) => Number(m[1]));
+      expect(Math.max(...declared), name).toBe(def.numberOfKeys);
+      expect(def.lua, name).not.toMatch(/--@include/);
+    }
+  });
+
+  it("the Lua outcome codes mirror the TypeScript table", () => {
+    const lua = readFileSync(new URL("../lua/includes/common.lua", import.meta.url), "utf8");
+    const found: Record<string, number> = {};
+    for (const m of lua.matchAll(/^local ((?:C_[A-Z_]+,?\s*)+)=\s*([-\d,\s]+)$/gm)) {
+      const names = (m[1] ?? "").split(",").map((s) => s.trim().replace(/^C_/, ""));
+      const values = (m[2] ?? "").split(",").map((s) => Number(s.trim()));
+      names.forEach((n, i) => {
+        found[n] = values[i] as number;
+      });
+    }
+    expect(found).toEqual({ ...Code });
+  });
+});
