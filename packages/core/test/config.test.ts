@@ -31,12 +31,16 @@ describe("config", () => {
     expect(problem({ tenants: { acme: { producers: { billing: { eventTypes: ["x"] } } } } })).toContain(
       "tenants.acme.producers.billing: a producer needs at least one of secrets or keys",
     );
-    expect(problem({ tenants: { acme: { producers: { billing: { keys: ["k"], eventTypes: ["Bad Type"] } } } } })).toContain(
-      "tenants.acme.producers.billing.eventTypes.0",
-    );
+    expect(
+      problem({ tenants: { acme: { producers: { billing: { keys: ["k"], eventTypes: ["Bad Type"] } } } } }),
+    ).toContain("tenants.acme.producers.billing.eventTypes.0");
     expect(problem({ tenants: { acme: { hostKey: ["k"] } } })).toContain("tenants.acme");
-    expect(problem({ eventTypes: { "order.paid": { retentionMs: -1 } } })).toContain("eventTypes.order.paid.retentionMs");
-    expect(problem({ tenants: { a: { hostKeys: ["same"] }, b: { hostKeys: ["same"] } } })).toContain("tenants.b.hostKeys");
+    expect(problem({ eventTypes: { "order.paid": { retentionMs: -1 } } })).toContain(
+      "eventTypes.order.paid.retentionMs",
+    );
+    expect(problem({ tenants: { a: { hostKeys: ["same"] }, b: { hostKeys: ["same"] } } })).toContain(
+      "tenants.b.hostKeys",
+    );
   });
 });
 

@@ -29,7 +29,9 @@ function runChild(args: string[], env: Record<string, string>) {
 describe("failpoint ingest.after-append (real process, SIGKILL)", () => {
   it("a producer retry after the crash is accepted once, on the same stream entry", async () => {
     const h = makeStore({}, false);
-    const crashed = await runChild([redisUrl(), h.prefix, "e1"], { RENDEZVOUS_FAILPOINTS: "ingest.after-append=crash" });
+    const crashed = await runChild([redisUrl(), h.prefix, "e1"], {
+      RENDEZVOUS_FAILPOINTS: "ingest.after-append=crash",
+    });
     expect(crashed.signal).toBe("SIGKILL");
     expect(crashed.stderr).toContain("failpoint ingest.after-append");
     expect(crashed.stdout).toBe("");
@@ -37,7 +39,9 @@ describe("failpoint ingest.after-append (real process, SIGKILL)", () => {
     const k = h.store.keys;
     const stream = k.partition(k.matchPartition("acme", "job.done", "job-1")).stream;
     const ek = k.eventKey("acme", "svc", "e1");
-    const dedup = JSON.parse((await h.redis.hget(k.partition(k.eventPartition("acme", "svc", "e1")).events, `d:${ek}`)) as string);
+    const dedup = JSON.parse(
+      (await h.redis.hget(k.partition(k.eventPartition("acme", "svc", "e1")).events, `d:${ek}`)) as string,
+    );
     expect(dedup.s).toBe("p"); // appended, not committed
     const entries = await h.redis.xrange(stream, "-", "+");
     expect(entries).toHaveLength(1);

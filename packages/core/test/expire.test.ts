@@ -5,7 +5,12 @@ describe("expire", () => {
   it("removes settled waits after retention, expires buffered events and forgets event keys after the window", async () => {
     const h = makeStore({ partitions: 1, retentionMs: 1000, dedupWindowMs: 5000 });
     const k = h.store.keys.partition(0);
-    const { wait } = await h.store.register("acme", { runId: "r", position: "p", eventType: "job.done", correlationId: "j1" });
+    const { wait } = await h.store.register("acme", {
+      runId: "r",
+      position: "p",
+      eventType: "job.done",
+      correlationId: "j1",
+    });
     await h.store.cancel("acme", wait.id);
     const buffered = await ingestOne(h, event("b1", "j2"));
     await matchOne(h, buffered);
@@ -21,7 +26,12 @@ describe("expire", () => {
     expect(await h.redis.zcard(k.inbox)).toBe(0);
     expect((await h.store.getEvent("acme", "svc", "b1"))?.status).toBe("expired");
     // an expired buffered event no longer resolves a new wait
-    const late = await h.store.register("acme", { runId: "r2", position: "p", eventType: "job.done", correlationId: "j2" });
+    const late = await h.store.register("acme", {
+      runId: "r2",
+      position: "p",
+      eventType: "job.done",
+      correlationId: "j2",
+    });
     expect(late.wait.state).toBe("waiting");
 
     h.tick(5000);
@@ -38,14 +48,24 @@ describe("expire", () => {
     await matchOne(h, await ingestOne(h, event("b1", "j1")));
     h.tick(1001);
     expect((await h.store.getEvent("acme", "svc", "b1"))?.status).toBe("expired");
-    const { wait } = await h.store.register("acme", { runId: "r", position: "p", eventType: "job.done", correlationId: "j1" });
+    const { wait } = await h.store.register("acme", {
+      runId: "r",
+      position: "p",
+      eventType: "job.done",
+      correlationId: "j1",
+    });
     expect(wait.state).toBe("waiting");
   });
 
   it("works in bounded steps", async () => {
     const h = makeStore({ partitions: 1, retentionMs: 10 });
     for (let i = 0; i < 5; i++) {
-      const { wait } = await h.store.register("acme", { runId: `r${i}`, position: "p", eventType: "t", correlationId: `c${i}` });
+      const { wait } = await h.store.register("acme", {
+        runId: `r${i}`,
+        position: "p",
+        eventType: "t",
+        correlationId: `c${i}`,
+      });
       await h.store.cancel("acme", wait.id);
     }
     h.tick(11);

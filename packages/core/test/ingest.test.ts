@@ -47,7 +47,9 @@ describe("ingest: dedup and append", () => {
   it("payload key order does not make a different content", async () => {
     const h = makeStore();
     await ingestOne(h, event("e1", "job-1", { payload: { a: 1, b: { c: 2, d: [1, 2] } } }));
-    const [r] = await h.store.ingest("acme", "svc", [event("e1", "job-1", { payload: { b: { d: [1, 2], c: 2 }, a: 1 } })]);
+    const [r] = await h.store.ingest("acme", "svc", [
+      event("e1", "job-1", { payload: { b: { d: [1, 2], c: 2 }, a: 1 } }),
+    ]);
     expect(r?.status).toBe("duplicate");
   });
 
@@ -69,7 +71,10 @@ describe("ingest: dedup and append", () => {
     const rec = JSON.parse((await h.redis.hget(ep.events, `d:${ek}`)) as string);
     await h.redis.hset(ep.events, `d:${ek}`, JSON.stringify({ ...rec, s: "p", sid: undefined, at: undefined }));
     const [retry] = await h.store.ingest("acme", "svc", [e]);
-    expect(retry).toMatchObject({ status: "accepted", event: { streamId: first?.status === "accepted" ? first.event.streamId : "" } });
+    expect(retry).toMatchObject({
+      status: "accepted",
+      event: { streamId: first?.status === "accepted" ? first.event.streamId : "" },
+    });
     const mp = h.store.keys.matchPartition("acme", e.type, e.correlationId);
     expect(await h.redis.xlen(h.store.keys.partition(mp).stream)).toBe(1);
     const [dup] = await h.store.ingest("acme", "svc", [e]);

@@ -18,7 +18,13 @@ async function keysOf(h: ReturnType<typeof makeStore>): Promise<string[]> {
 describe("key layout", () => {
   it("every key of the product carries a partition hash tag", async () => {
     const h = makeStore({ partitions: 4 });
-    const { wait } = await h.store.register("acme", { runId: "r", position: "p", eventType: "job.done", correlationId: "j1", timeoutMs: 10 });
+    const { wait } = await h.store.register("acme", {
+      runId: "r",
+      position: "p",
+      eventType: "job.done",
+      correlationId: "j1",
+      timeoutMs: 10,
+    });
     await matchOne(h, await ingestOne(h, event("e1", "j1")));
     await matchOne(h, await ingestOne(h, event("e2", "j9")));
     await h.store.consume("acme", wait.id, "w");
@@ -30,7 +36,13 @@ describe("key layout", () => {
 
   it("a pending wait costs one field, two index members and one run-index member", async () => {
     const h = makeStore({ partitions: 1 });
-    await h.store.register("acme", { runId: "r", position: "p", eventType: "job.done", correlationId: "j1", timeoutMs: 1000 });
+    await h.store.register("acme", {
+      runId: "r",
+      position: "p",
+      eventType: "job.done",
+      correlationId: "j1",
+      timeoutMs: 1000,
+    });
     const k = h.store.keys.partition(0);
     expect(await keysOf(h)).toEqual([k.deadlines, k.runs, k.waiting, k.waits].sort());
     expect(await h.redis.hlen(k.waits)).toBe(1);
