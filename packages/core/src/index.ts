@@ -40,6 +40,8 @@ export {
   type DeliverRequest,
   type IngestResult,
   type MatchResult,
+  REJECTIONS_KEPT,
+  type Rejection,
   Store,
   type StoreConfig,
   type StoreOptions,

@@ -169,7 +169,18 @@ export function annotateWaitArgs(
 export function expireRecordsArgs(k: PartitionKeys, a: { limit: number; now?: number }): ScriptCall {
   return {
     script: "expireRecords",
-    keys: [k.expiry, k.waits, k.done, k.events, k.inbox],
+    keys: [k.expiry, k.waits, k.done, k.events, k.inbox, k.rejected],
     args: [a.limit, clock(a.now)],
+  };
+}
+
+export function recordRejectionArgs(
+  k: PartitionKeys,
+  a: { matchKey: string; refusal: string; cap: number; keepMs: number; now?: number },
+): ScriptCall {
+  return {
+    script: "recordRejection",
+    keys: [k.rejected, k.expiry],
+    args: [a.matchKey, a.refusal, a.cap, a.keepMs, clock(a.now)],
   };
 }

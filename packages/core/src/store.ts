@@ -27,6 +27,7 @@ import {
   expireRecordsArgs,
   matchEventArgs,
   type RedisLike,
+  recordRejectionArgs,
   registerWaitArgs,
   runScript,
   type ScriptCall,
@@ -56,6 +57,19 @@ export type IngestResult =
   | { status: "accepted"; event: EventRecord }
   | { status: "duplicate"; event: EventRecord }
   | { status: "rejected"; error: RendezvousError };
+
+/** A refused event as remembered for `explain` (no payload). */
+export interface Rejection {
+  producer: string;
+  eventId: string | null;
+  /** an error code of API.md: invalid_event, forbidden_event_type, unauthorized, … */
+  reason: string;
+  detail: string | null;
+  at: string;
+}
+
+/** Most refusals kept per match key. */
+export const REJECTIONS_KEPT = 20;
 
 export interface MatchResult {
   /** matched / buffered / late; duplicate = the event key belongs to another entry; missing = no record */
@@ -312,6 +326,51 @@ export class Store {
     const dedup = JSON.parse(dedupRaw) as RawDedup;
     const raw = await this.redis.hget(this.keys.partition(dedup.mp).events, `e:${eventKey}`);
     return raw ? toEventRecord(JSON.parse(raw) as RawEvent, this.now() ?? Date.now()) : null;
+  }
+
+  /**
+   * Remembers refused events (capped per match key, kept for retention), one
+   * pipelined round trip. Only events whose type and correlation id are readable
+   * can be placed; the caller skips the others.
+   */
+  async recordRejections(
+    tenant: string,
+    refusals: Array<{
+      producer: string;
+      eventType: string;
+      correlationId: string;
+      eventId?: string;
+      reason: string;
+      detail?: string;
+    }>,
+  ): Promise<void> {
+    const now = this.now();
+    await this.runAll(
+      refusals.map((r) =>
+        recordRejectionArgs(this.keys.partition(this.keys.matchPartition(tenant, r.eventType, r.correlationId)), {
+          matchKey: this.keys.matchKey(tenant, r.eventType, r.correlationId),
+          refusal: JSON.stringify({ pr: r.producer, id: r.eventId, reason: r.reason, detail: r.detail?.slice(0, 500) }),
+          cap: REJECTIONS_KEPT,
+          keepMs: this.config.retentionMs,
+          now,
+        }),
+      ),
+    );
+  }
+
+  /** The refusals remembered for a match key, oldest first. */
+  async rejections(tenant: string, eventType: string, correlationId: string): Promise<Rejection[]> {
+    const k = this.keys.partition(this.keys.matchPartition(tenant, eventType, correlationId));
+    const raw = await this.redis.hget(k.rejected, this.keys.matchKey(tenant, eventType, correlationId));
+    if (!raw) return [];
+    const list = JSON.parse(raw) as Array<{ pr: string; id?: string; reason: string; detail?: string; at: number }>;
+    return list.map((r) => ({
+      producer: r.pr,
+      eventId: r.id ?? null,
+      reason: r.reason,
+      detail: r.detail ?? null,
+      at: iso(r.at),
+    }));
   }
 
   // ---------------------------------------------------------------- waits

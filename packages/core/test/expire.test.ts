@@ -74,3 +74,30 @@ describe("expire", () => {
     expect(await h.store.expire(0, 2)).toEqual({ handled: 1, more: false });
   });
 });
+
+describe("rejections", () => {
+  it("are kept per match key, capped, newest last, and forgotten after retention", async () => {
+    const h = makeStore({ partitions: 2, retentionMs: 1000 });
+    const many = Array.from({ length: 25 }, (_, i) => ({
+      producer: "svc",
+      eventType: "job.done",
+      correlationId: "j1",
+      eventId: `e${i}`,
+      reason: "invalid_event",
+      detail: "payload.amount: expected number",
+    }));
+    await h.store.recordRejections("acme", many);
+    await h.store.recordRejections("acme", [
+      { producer: "svc", eventType: "job.done", correlationId: "j2", reason: "forbidden_event_type" },
+    ]);
+    const kept = await h.store.rejections("acme", "job.done", "j1");
+    expect(kept).toHaveLength(20);
+    expect(kept[0]).toMatchObject({ eventId: "e5", reason: "invalid_event", producer: "svc" });
+    expect(kept[19]?.eventId).toBe("e24");
+    expect(await h.store.rejections("globex", "job.done", "j1")).toEqual([]);
+    h.tick(1001);
+    for (const p of h.store.keys.allPartitions()) await h.store.expire(p);
+    expect(await h.store.rejections("acme", "job.done", "j1")).toEqual([]);
+    expect(await h.store.rejections("acme", "job.done", "j2")).toEqual([]);
+  });
+});

@@ -30,7 +30,7 @@ describe("key layout", () => {
     await h.store.consume("acme", wait.id, "w");
     const keys = await keysOf(h);
     expect(keys.length).toBeGreaterThan(0);
-    const pattern = new RegExp(`^\\{${h.prefix}:p[0-3]\\}:(s|o|w|iw|id|dl|ib|if|e|x|r)$`);
+    const pattern = new RegExp(`^\\{${h.prefix}:p[0-3]\\}:(s|o|w|iw|id|dl|ib|if|e|x|r|rj)$`);
     for (const key of keys) expect(key).toMatch(pattern);
   });
 

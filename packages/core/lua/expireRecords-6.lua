@@ -6,12 +6,14 @@
     "d:<eventKey>"  a dedup record past the dedup window
     "b:<eventKey>"  a buffered event past its retention: it becomes `expired`,
                     leaves the inbox and drops its payload
+    "j:<matchKey>"  the refusals recorded for a match key
 
   KEYS[1] expiry     {p}:x   zset of records to remove, scored by time
   KEYS[2] waits      {p}:w   hash waitId -> wait record
   KEYS[3] done       {p}:id  lex zset "<mk><waitId>"
   KEYS[4] events     {p}:e   hash of event and dedup records
   KEYS[5] inbox      {p}:ib  lex zset "<mk><padded id><eventKey>"
+  KEYS[6] rejected   {p}:rj  hash "<mk>" -> refusals
 
   ARGV[1] limit      most records handled
   ARGV[2] now        "" = Redis TIME
@@ -20,7 +22,7 @@
 ]]
 --@include "common"
 
-local expiryKey, waitsKey, doneKey, eventsKey, inboxKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local expiryKey, waitsKey, doneKey, eventsKey, inboxKey, rejectedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local limit = tonumber(ARGV[1])
 local now = nowMs(ARGV[2])
 
@@ -35,6 +37,8 @@ for _, member in ipairs(due) do
     end
   elseif kind == "e" or kind == "d" then
     redis.call("HDEL", eventsKey, member)
+  elseif kind == "j" then
+    redis.call("HDEL", rejectedKey, rest)
   elseif kind == "b" then
     local field = "e:" .. rest
     local ev = loadJson(eventsKey, field)
