@@ -15,6 +15,7 @@ export { FAILPOINTS, type FailpointName, failpoint, parseFailpoints } from "./fa
 export { luaScripts, type ScriptName } from "./generated/lua.js";
 export { DISPATCHER_GROUP, KeyLayout, MATCHER_GROUP, type PartitionKeys } from "./keys.js";
 export { createLogger, type Logger, REDACT_PATHS } from "./logger.js";
+export { createMetrics, type Metrics } from "./metrics.js";
 export { iso, toEventRecord, toWait } from "./records.js";
 export { createBlockingRedis, createRedis, type RedisConnectionOptions } from "./redis.js";
 export {

@@ -1,0 +1,75 @@
+/**
+ * The Prometheus metrics every role shares (prom-client). One set per registry;
+ * roles increment them, the server exposes the registry at /metrics.
+ */
+import { Counter, Histogram, Registry } from "prom-client";
+
+export interface Metrics {
+  readonly registry: Registry;
+  /** events appended, by tenant */
+  readonly eventsAccepted: Counter<"tenant">;
+  /** events answered as duplicates, by tenant */
+  readonly eventsDuplicate: Counter<"tenant">;
+  /** events refused, by reason (an API.md error code) */
+  readonly eventsRejected: Counter<"reason">;
+  /** waits settled, by kind: event, timeout, cancel, deliver */
+  readonly resolutions: Counter<"kind">;
+  /** events recorded as late on a wait */
+  readonly lateEvents: Counter;
+  /** accepted → matched, seconds */
+  readonly matchLatency: Histogram;
+  /** timeout fired − deadline, seconds */
+  readonly timeoutLateness: Histogram;
+  /** continuations handed to a queue or webhook, by channel */
+  readonly continuationsDispatched: Counter<"channel">;
+}
+
+export function createMetrics(registry: Registry = new Registry()): Metrics {
+  const on = { registers: [registry] };
+  return {
+    registry,
+    eventsAccepted: new Counter({
+      name: "rendezvous_events_accepted_total",
+      help: "Events durably appended",
+      labelNames: ["tenant"],
+      ...on,
+    }),
+    eventsDuplicate: new Counter({
+      name: "rendezvous_events_duplicate_total",
+      help: "Events answered as duplicates of an earlier send",
+      labelNames: ["tenant"],
+      ...on,
+    }),
+    eventsRejected: new Counter({
+      name: "rendezvous_events_rejected_total",
+      help: "Events refused, by reason",
+      labelNames: ["reason"],
+      ...on,
+    }),
+    resolutions: new Counter({
+      name: "rendezvous_resolutions_total",
+      help: "Waits settled, by kind",
+      labelNames: ["kind"],
+      ...on,
+    }),
+    lateEvents: new Counter({ name: "rendezvous_late_events_total", help: "Events recorded as late", ...on }),
+    matchLatency: new Histogram({
+      name: "rendezvous_match_latency_seconds",
+      help: "Time from an event's acceptance to its match",
+      buckets: [0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      ...on,
+    }),
+    timeoutLateness: new Histogram({
+      name: "rendezvous_timeout_lateness_seconds",
+      help: "Time from a wait's deadline to its timeout",
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      ...on,
+    }),
+    continuationsDispatched: new Counter({
+      name: "rendezvous_continuations_dispatched_total",
+      help: "Continuations handed out, by channel (queue, webhook)",
+      labelNames: ["channel"],
+      ...on,
+    }),
+  };
+}

@@ -1,0 +1,707 @@
+/**
+ * Seeded property test: random interleavings of register / ingest / match / clock /
+ * timeout / cancel / consume over a few match keys and run positions, against a real
+ * Redis. A small model of the expected state is kept next to the Store; after EVERY
+ * step the real waits and events are read back and checked against the model and
+ * against the invariants of DESIGN.md:
+ *
+ *   1. a wait changes state at most once: once it leaves `waiting`, its state and
+ *      resolution never change again;
+ *   2. every accepted event is readable (never dropped) and is `pending` until its
+ *      match ran, then exactly one of matched / buffered / late;
+ *   3. a wait resolved by an event names an event of its match key accepted at or
+ *      before its deadline and at or after its `since`;
+ *   4. consume: `first` is true exactly once per settled wait, and every call reports
+ *      the same `consumption.by`;
+ *   5. a timeout succeeds only when now >= deadline and no event of its match key
+ *      accepted at or before the deadline is still unmatched (and, conversely, it
+ *      does succeed once that holds);
+ *   6. the history of a wait holds exactly one `resolved` entry once settled, none
+ *      while waiting.
+ *
+ * Replay: RENDEZVOUS_SEED=<seed> (printed at the start); fast-check also prints the
+ * seed and shrink path of a failure (RENDEZVOUS_PATH=<path> replays just that case).
+ * RENDEZVOUS_RUNS=<n> changes the number of runs (default 100).
+ */
+import { seedFromEnv } from "@rendezvous/testkit";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import {
+  type EventInput,
+  isRendezvousError,
+  iso,
+  type MatchResult,
+  type Wait,
+  type WaitSpec,
+  type WaitState,
+} from "../src/index.js";
+import { type Harness, makeStore } from "./helpers.js";
+
+const TENANT = "acme";
+const TYPE = "job.done";
+/** with 2 partitions, job-a and job-c share partition 0 and job-b lies in partition 1 */
+const CORRS = ["job-a", "job-b", "job-c"] as const;
+const PRODUCERS = ["svc", "hook"] as const;
+const WORKERS = ["worker-0", "worker-1", "worker-2"] as const;
+const SLOTS = ["run-1", "run-2", "run-3"].flatMap((runId) =>
+  ["step-1", "step-2"].map((position) => ({ runId, position })),
+);
+
+const RUNS = Number(process.env.RENDEZVOUS_RUNS ?? 100);
+
+// ------------------------------------------------------------------ operations
+
+type Op =
+  | {
+      kind: "register";
+      slot: number;
+      corr: number;
+      /** null = no deadline; else timeoutMs, or (absolute) a deadline of now + limit - 300 */
+      limit: number | null;
+      absolute: boolean;
+      /** null = no since; else since = now + sinceOffset */
+      sinceOffset: number | null;
+      /** re-send the slot's first definition when it has one */
+      again: boolean;
+    }
+  | { kind: "ingest"; items: IngestItem[] }
+  | { kind: "match"; picks: number[]; rematch: number | null }
+  | { kind: "tick"; ms: number }
+  | { kind: "timeout"; wait: number }
+  | { kind: "cancel"; wait: number }
+  | { kind: "consume"; wait: number; worker: number };
+
+interface IngestItem {
+  corr: number;
+  producer: number;
+  /** null = a new event id; else re-send an earlier event (picked by this number) */
+  resend: number | null;
+  /** re-send with other content (expects event_id_conflict) */
+  conflict: boolean;
+}
+
+const opArb: fc.Arbitrary<Op> = fc.oneof(
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant("register" as const),
+      slot: fc.nat({ max: SLOTS.length - 1 }),
+      corr: fc.nat({ max: CORRS.length - 1 }),
+      limit: fc.option(fc.integer({ min: 1, max: 2000 }), { nil: null }),
+      absolute: fc.boolean(),
+      sinceOffset: fc.option(fc.integer({ min: -1000, max: 300 }), { nil: null }),
+      again: fc.boolean(),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant("ingest" as const),
+      items: fc.array(
+        fc.record({
+          corr: fc.nat({ max: CORRS.length - 1 }),
+          producer: fc.nat({ max: PRODUCERS.length - 1 }),
+          resend: fc.option(fc.nat({ max: 63 }), { nil: null, freq: 3 }),
+          conflict: fc.boolean(),
+        }),
+        { minLength: 1, maxLength: 3 },
+      ),
+    }),
+  },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      kind: fc.constant("match" as const),
+      picks: fc.array(fc.nat({ max: 63 }), { minLength: 1, maxLength: 3 }),
+      rematch: fc.option(fc.nat({ max: 63 }), { nil: null, freq: 4 }),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant("tick" as const),
+      ms: fc.oneof(fc.integer({ min: 0, max: 20 }), fc.integer({ min: 100, max: 1500 })),
+    }),
+  },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant("timeout" as const), wait: fc.nat({ max: 63 }) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("cancel" as const), wait: fc.nat({ max: 63 }) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant("consume" as const),
+      wait: fc.nat({ max: 63 }),
+      worker: fc.nat({ max: WORKERS.length - 1 }),
+    }),
+  },
+);
+
+// ------------------------------------------------------------------ model
+
+interface ModelEvent {
+  producer: string;
+  id: string;
+  corr: string;
+  payload: Record<string, unknown>;
+  streamId: string;
+  at: number;
+  eventKey: string;
+  partition: number;
+  /** what its first match returned; undefined = not matched yet (still in flight) */
+  firstMatch?: MatchResult;
+  status: "pending" | "matched" | "buffered" | "late";
+  matchedWaits: string[];
+  lateFor: string[];
+}
+
+type ModelResolution =
+  | { kind: "event"; at: number; event: ModelEvent }
+  | { kind: "timeout"; at: number; deadline: number }
+  | { kind: "cancel"; at: number };
+
+interface ModelWait {
+  id: string;
+  slot: number;
+  spec: WaitSpec;
+  corr: string;
+  createdAt: number;
+  deadline: number | null;
+  since: number | null;
+  state: WaitState;
+  resolution: ModelResolution | null;
+  late: ModelEvent[];
+  consumption: { by: string; at: number } | null;
+  consumeCalls: Array<{ first: boolean; by: string }>;
+  /** the first settled state read back from Redis (invariant 1) */
+  settled: { state: WaitState; resolution: Wait["resolution"] } | null;
+}
+
+interface Model {
+  waits: Map<number, ModelWait>;
+  events: ModelEvent[];
+  nextId: number;
+  ghostId: string;
+}
+
+const sidParts = (sid: string): [number, number] => {
+  const [ms, seq] = sid.split("-");
+  return [Number(ms), Number(seq)];
+};
+const compareSid = (a: string, b: string): number => {
+  const [am, as] = sidParts(a);
+  const [bm, bs] = sidParts(b);
+  return am - bm || as - bs;
+};
+const sorted = (xs: string[]): string[] => [...xs].sort();
+const eventName = (e: ModelEvent) => `${e.producer}/${e.id}`;
+const slotName = (slot: number) => `${SLOTS[slot]?.runId}/${SLOTS[slot]?.position}`;
+
+function defOf(spec: WaitSpec) {
+  return {
+    corr: spec.correlationId,
+    timeoutMs: spec.timeoutMs ?? null,
+    deadline: spec.deadline === undefined ? null : Date.parse(spec.deadline),
+    since: spec.since === undefined ? null : Date.parse(spec.since),
+  };
+}
+
+/** The wait an op names: a registered one, or (sometimes / when none) an unknown id. */
+function pickWait(model: Model, n: number): ModelWait | null {
+  const registered = [...model.waits.values()];
+  if (registered.length === 0 || n % 10 === 9) return null;
+  return registered[n % registered.length] ?? null;
+}
+
+/** May the event resolve the wait by time? (accepted within [since, deadline]) */
+const onTime = (w: ModelWait, e: ModelEvent) =>
+  e.at >= (w.since ?? 0) && (w.deadline === null || e.at <= w.deadline);
+
+// ------------------------------------------------------------------ steps
+
+async function runStep(h: Harness, model: Model, op: Op): Promise<string> {
+  const { store } = h;
+  const now = h.clock.now;
+  switch (op.kind) {
+    case "tick": {
+      h.tick(op.ms);
+      return `tick +${op.ms} → t=${h.clock.now - 1_800_000_000_000}`;
+    }
+
+    case "register": {
+      const slot = SLOTS[op.slot] as (typeof SLOTS)[number];
+      const existing = model.waits.get(op.slot);
+      let spec: WaitSpec;
+      if (existing && op.again) spec = existing.spec;
+      else {
+        const corr = CORRS[op.corr] as string;
+        spec = { runId: slot.runId, position: slot.position, eventType: TYPE, correlationId: corr };
+        if (op.limit !== null) {
+          if (op.absolute) spec.deadline = iso(now + op.limit - 300);
+          else spec.timeoutMs = op.limit;
+        }
+        if (op.sinceOffset !== null) spec.since = iso(Math.max(0, now + op.sinceOffset));
+      }
+      const label = `register ${slotName(op.slot)} ${JSON.stringify(defOf(spec))}`;
+
+      if (existing) {
+        const same = JSON.stringify(defOf(spec)) === JSON.stringify(defOf(existing.spec));
+        if (!same) {
+          const err = await store.register(TENANT, spec).then(
+            () => null,
+            (e: unknown) => e,
+          );
+          expect(isRendezvousError(err, "wait_conflict"), `${label}: another definition → wait_conflict`).toBe(true);
+          return `${label} → wait_conflict`;
+        }
+        const again = await store.register(TENANT, spec);
+        expect(again.created, `${label}: same definition again`).toBe(false);
+        expect(again.wait.id).toBe(existing.id);
+        expect(again.wait.state).toBe(existing.state);
+        return `${label} → exists (${existing.state})`;
+      }
+
+      const corr = spec.correlationId;
+      const partition = store.keys.matchPartition(TENANT, TYPE, corr);
+      const waitId = store.keys.waitId(TENANT, slot.runId, slot.position, partition);
+      const deadline =
+        spec.timeoutMs !== undefined
+          ? now + spec.timeoutMs
+          : spec.deadline !== undefined
+            ? Date.parse(spec.deadline)
+            : null;
+      const since = spec.since === undefined ? null : Date.parse(spec.since);
+      const w: ModelWait = {
+        id: waitId,
+        slot: op.slot,
+        spec,
+        corr,
+        createdAt: now,
+        deadline,
+        since,
+        state: "waiting",
+        resolution: null,
+        late: [],
+        consumption: null,
+        consumeCalls: [],
+        settled: null,
+      };
+      // the earliest buffered event of the match key it may take resolves it at once
+      const candidate = model.events
+        .filter((e) => e.corr === corr && e.status === "buffered" && onTime(w, e))
+        .sort((a, b) => compareSid(a.streamId, b.streamId))[0];
+
+      const { created, wait } = await store.register(TENANT, spec);
+      expect(created, label).toBe(true);
+      expect(wait.id, label).toBe(waitId);
+      expect(wait.deadline, `${label}: deadline`).toBe(deadline === null ? null : iso(deadline));
+      model.waits.set(op.slot, w);
+      if (candidate) {
+        expect(wait.state, `${label}: buffered ${eventName(candidate)} is on time → resolved at once`).toBe("resolved");
+        expect(wait.resolution?.event?.id, `${label}: resolved by the earliest buffered event`).toBe(candidate.id);
+        w.state = "resolved";
+        w.resolution = { kind: "event", at: now, event: candidate };
+        candidate.status = "matched";
+        candidate.matchedWaits = [waitId];
+        return `${label} → ${waitId} resolved at once by ${eventName(candidate)}`;
+      }
+      expect(wait.state, `${label}: no on-time buffered event → waiting`).toBe("waiting");
+      return `${label} → ${waitId} waiting`;
+    }
+
+    case "ingest": {
+      const inputs: EventInput[] = [];
+      const expected: Array<
+        | { kind: "new"; corr: string; producer: string; payload: Record<string, unknown> }
+        | { kind: "dup"; of: ModelEvent | number }
+        | { kind: "conflict" }
+      > = [];
+      /** new events earlier in this batch: [input index, producer, input] */
+      const batchNew: Array<{ index: number; producer: string; input: EventInput }> = [];
+      // producers of the batch: one producer per ingest call, the first item's
+      const producer = PRODUCERS[op.items[0]?.producer ?? 0] as string;
+      for (const item of op.items) {
+        const pool: Array<ModelEvent | { index: number; producer: string; input: EventInput }> = [
+          ...model.events.filter((e) => e.producer === producer),
+          ...batchNew,
+        ];
+        const earlier = item.resend === null || pool.length === 0 ? null : pool[item.resend % pool.length];
+        if (earlier) {
+          const isModel = "streamId" in earlier;
+          const id = isModel ? earlier.id : earlier.input.id;
+          const corr = isModel ? earlier.corr : earlier.input.correlationId;
+          const payload = isModel ? earlier.payload : (earlier.input.payload as Record<string, unknown>);
+          if (item.conflict) {
+            inputs.push({ id, type: TYPE, correlationId: corr, payload: { ...payload, other: true } });
+            expected.push({ kind: "conflict" });
+          } else {
+            inputs.push({ id, type: TYPE, correlationId: corr, payload });
+            expected.push({ kind: "dup", of: isModel ? earlier : earlier.index });
+          }
+        } else {
+          const id = `e${model.nextId++}`;
+          const corr = CORRS[item.corr] as string;
+          const payload = { n: id };
+          inputs.push({ id, type: TYPE, correlationId: corr, payload });
+          batchNew.push({ index: inputs.length - 1, producer, input: inputs[inputs.length - 1] as EventInput });
+          expected.push({ kind: "new", corr, producer, payload });
+        }
+      }
+      const label = `ingest ${producer} [${inputs.map((e, i) => `${e.id}:${e.correlationId}:${expected[i]?.kind}`).join(", ")}]`;
+      const results = await store.ingest(TENANT, producer, inputs);
+      expect(results, label).toHaveLength(inputs.length);
+      const acceptedAt: Array<ModelEvent | undefined> = [];
+      for (const [i, exp] of expected.entries()) {
+        const r = results[i];
+        const input = inputs[i] as EventInput;
+        if (exp.kind === "conflict") {
+          expect(r?.status, `${label}: #${i} other content → rejected`).toBe("rejected");
+          if (r?.status === "rejected") expect(r.error.code).toBe("event_id_conflict");
+        } else if (exp.kind === "dup") {
+          expect(r?.status, `${label}: #${i} same content again → duplicate`).toBe("duplicate");
+          const original = typeof exp.of === "number" ? acceptedAt[exp.of] : exp.of;
+          if (r?.status === "duplicate" && original) {
+            expect(r.event.streamId, `${label}: #${i} duplicate names the original entry`).toBe(original.streamId);
+            expect(r.event.correlationId).toBe(original.corr);
+            if (typeof exp.of !== "number") expect(r.event.status).toBe(original.status);
+          }
+        } else {
+          expect(r?.status, `${label}: #${i} new id → accepted`).toBe("accepted");
+          if (r?.status !== "accepted") continue;
+          const partition = store.keys.matchPartition(TENANT, TYPE, exp.corr);
+          const streamId = r.event.streamId;
+          expect(sidParts(streamId)[0], `${label}: accepted time = now`).toBe(now);
+          const before = model.events.filter((e) => e.partition === partition);
+          for (const e of before) expect(compareSid(streamId, e.streamId), "stream ids grow").toBeGreaterThan(0);
+          const ev: ModelEvent = {
+            producer: exp.producer,
+            id: input.id,
+            corr: exp.corr,
+            payload: exp.payload,
+            streamId,
+            at: now,
+            eventKey: store.keys.eventKey(TENANT, exp.producer, input.id),
+            partition,
+            status: "pending",
+            matchedWaits: [],
+            lateFor: [],
+          };
+          model.events.push(ev);
+          acceptedAt[i] = ev;
+        }
+      }
+      return `${label} → ${results.map((r) => (r.status === "accepted" ? r.event.streamId : r.status)).join(", ")}`;
+    }
+
+    case "match": {
+      if (op.rematch !== null) {
+        const done = model.events.filter((e) => e.firstMatch !== undefined);
+        const ev = done[op.rematch % Math.max(1, done.length)];
+        if (ev) {
+          const [again] = await store.match(ev.partition, [{ streamId: ev.streamId, eventKey: ev.eventKey }]);
+          const label = `re-match ${eventName(ev)} (${ev.streamId})`;
+          // DESIGN.md: "Re-running it for the same entry is a no-op that returns what it did the first time."
+          expect(again, `${label}: returns what the first match returned`).toEqual(ev.firstMatch);
+          return `${label} → ${again?.status}`;
+        }
+      }
+      const unmatched = model.events.filter((e) => e.firstMatch === undefined);
+      const first = unmatched[(op.picks[0] ?? 0) % Math.max(1, unmatched.length)];
+      if (!first) return "match: nothing in flight";
+      let candidates = unmatched.filter((e) => e.partition === first.partition);
+      const chosen: ModelEvent[] = [];
+      for (const pick of op.picks) {
+        const e = candidates[pick % Math.max(1, candidates.length)];
+        if (!e) break;
+        chosen.push(e);
+        candidates = candidates.filter((c) => c !== e);
+      }
+      const label = `match p${first.partition} [${chosen.map(eventName).join(", ")}]`;
+      const results = await store.match(
+        first.partition,
+        chosen.map((e) => ({ streamId: e.streamId, eventKey: e.eventKey })),
+      );
+      expect(results, label).toHaveLength(chosen.length);
+      // the scripts ran in order: predict each against the model as the previous ones left it
+      for (const [i, ev] of chosen.entries()) {
+        const r = results[i] as MatchResult;
+        const what = `${label}: ${eventName(ev)} at t=${ev.at - 1_800_000_000_000}`;
+        const ofKey = [...model.waits.values()].filter((w) => w.corr === ev.corr);
+        const wantMatched = ofKey.filter((w) => w.state === "waiting" && onTime(w, ev)).map((w) => w.id);
+        // late: a waiting wait whose deadline lies before the accepted time, and a wait
+        // already resolved or timed out; a cancelled one may or may not record it
+        const mustLate = ofKey
+          .filter((w) => ev.at >= (w.since ?? 0))
+          .filter((w) => (w.state === "waiting" && !onTime(w, ev)) || w.state === "resolved" || w.state === "timed_out")
+          .map((w) => w.id);
+        const mayLate = ofKey.filter((w) => ev.at >= (w.since ?? 0) && w.state === "cancelled").map((w) => w.id);
+        expect(sorted(r.matched), `${what}: resolves every waiting wait of its match key it is on time for`).toEqual(
+          sorted(wantMatched),
+        );
+        const extraLate = r.late.filter((id) => !mustLate.includes(id));
+        expect(sorted(r.late.filter((id) => mustLate.includes(id))), `${what}: late for`).toEqual(sorted(mustLate));
+        expect(
+          extraLate.filter((id) => !mayLate.includes(id)),
+          `${what}: late only for waits it cannot resolve`,
+        ).toEqual([]);
+        const wantStatus = r.matched.length > 0 ? "matched" : r.late.length > 0 ? "late" : "buffered";
+        expect(r.status, `${what}: status`).toBe(wantStatus);
+        // apply
+        ev.firstMatch = r;
+        ev.status = wantStatus;
+        ev.matchedWaits = [...r.matched];
+        ev.lateFor = [...r.late];
+        for (const w of ofKey) {
+          if (r.matched.includes(w.id)) {
+            w.state = "resolved";
+            w.resolution = { kind: "event", at: now, event: ev };
+          }
+          if (r.late.includes(w.id)) w.late.push(ev);
+        }
+      }
+      return `${label} → ${results.map((r) => `${r.status}${JSON.stringify({ m: r.matched, l: r.late })}`).join(", ")}`;
+    }
+
+    case "timeout": {
+      const w = pickWait(model, op.wait);
+      if (!w) {
+        expect(await store.timeout(model.ghostId), "timeout of an unknown wait").toEqual({ outcome: "not_found" });
+        return "timeout <unknown> → not_found";
+      }
+      const label = `timeout ${w.id} (${slotName(w.slot)} ${w.corr}, deadline ${w.deadline === null ? "-" : w.deadline - 1_800_000_000_000}, t=${now - 1_800_000_000_000})`;
+      const inFlightOnTime = model.events.filter(
+        (e) => e.corr === w.corr && e.firstMatch === undefined && w.deadline !== null && e.at <= w.deadline,
+      );
+      const r = await store.timeout(w.id);
+      if (r.outcome === "timed_out") {
+        // invariant 5
+        expect(w.state, `${label}: only a waiting wait times out`).toBe("waiting");
+        expect(w.deadline !== null && now >= w.deadline, `${label}: only once now >= deadline`).toBe(true);
+        expect(
+          inFlightOnTime.map(eventName),
+          `${label}: never while an event of its match key accepted <= deadline is unmatched`,
+        ).toEqual([]);
+        w.state = "timed_out";
+        w.resolution = { kind: "timeout", at: now, deadline: w.deadline as number };
+        return `${label} → timed_out`;
+      }
+      // not timed out: exactly why
+      const want =
+        w.state !== "waiting"
+          ? "not_waiting"
+          : w.deadline === null || now < w.deadline
+            ? "not_due"
+            : inFlightOnTime.length > 0
+              ? "backlog"
+              : "timed_out";
+      expect(r.outcome, label).toBe(want);
+      if (r.outcome === "not_due") expect(r.deadline).toBe(w.deadline);
+      if (r.outcome === "backlog") expect(r.deadline).toBe(w.deadline);
+      return `${label} → ${r.outcome}`;
+    }
+
+    case "cancel": {
+      const w = pickWait(model, op.wait);
+      const err = await store.cancel(TENANT, w?.id ?? model.ghostId).then(
+        (wait) => wait,
+        (e: unknown) => e,
+      );
+      if (!w) {
+        expect(isRendezvousError(err, "not_found"), "cancel of an unknown wait → not_found").toBe(true);
+        return "cancel <unknown> → not_found";
+      }
+      const label = `cancel ${w.id} (${w.state})`;
+      if (w.state !== "waiting") {
+        expect(isRendezvousError(err, "not_waiting"), `${label}: a settled wait → not_waiting`).toBe(true);
+        return `${label} → not_waiting`;
+      }
+      expect(isRendezvousError(err), `${label}: a waiting wait cancels`).toBe(false);
+      expect((err as Wait).state, label).toBe("cancelled");
+      w.state = "cancelled";
+      w.resolution = { kind: "cancel", at: now };
+      return `${label} → cancelled`;
+    }
+
+    case "consume": {
+      const w = pickWait(model, op.wait);
+      const worker = WORKERS[op.worker] as string;
+      const res = await store.consume(TENANT, w?.id ?? model.ghostId, worker).then(
+        (r) => r,
+        (e: unknown) => e,
+      );
+      if (!w) {
+        expect(isRendezvousError(res, "not_found"), "consume of an unknown wait → not_found").toBe(true);
+        return "consume <unknown> → not_found";
+      }
+      const label = `consume ${w.id} by ${worker} (${w.state})`;
+      if (w.state === "waiting") {
+        expect(isRendezvousError(res, "not_resolved"), `${label}: a waiting wait → not_resolved`).toBe(true);
+        return `${label} → not_resolved`;
+      }
+      expect(isRendezvousError(res), `${label}: a settled wait is consumable`).toBe(false);
+      const r = res as { first: boolean; consumption: { by: string; at: string } };
+      w.consumeCalls.push({ first: r.first, by: r.consumption.by });
+      // invariant 4
+      expect(w.consumeCalls.filter((c) => c.first), `${label}: first === true exactly once`).toHaveLength(1);
+      expect(new Set(w.consumeCalls.map((c) => c.by)).size, `${label}: every call reports the same claimer`).toBe(1);
+      if (w.consumption === null) {
+        expect(r.first, `${label}: the first call is first`).toBe(true);
+        expect(r.consumption.by).toBe(worker);
+        w.consumption = { by: worker, at: now };
+      } else {
+        expect(r.first, `${label}: a later call is not first`).toBe(false);
+        expect(r.consumption).toEqual({ by: w.consumption.by, at: iso(w.consumption.at) });
+      }
+      return `${label} → first=${r.first} by=${r.consumption.by}`;
+    }
+  }
+}
+
+// ------------------------------------------------------------------ invariants
+
+function expectedResolution(r: ModelResolution): Wait["resolution"] {
+  switch (r.kind) {
+    case "event":
+      return {
+        kind: "event",
+        at: iso(r.at),
+        event: {
+          producer: r.event.producer,
+          id: r.event.id,
+          acceptedAt: iso(r.event.at),
+          streamId: r.event.streamId,
+          payload: r.event.payload,
+        },
+      };
+    case "timeout":
+      return { kind: "timeout", at: iso(r.at), deadline: iso(r.deadline) };
+    case "cancel":
+      return { kind: "cancel", at: iso(r.at) };
+  }
+}
+
+const KIND_OF_STATE: Record<WaitState, string | null> = {
+  waiting: null,
+  resolved: "event",
+  timed_out: "timeout",
+  cancelled: "cancel",
+};
+
+async function checkInvariants(h: Harness, model: Model): Promise<void> {
+  const { store } = h;
+  for (const w of model.waits.values()) {
+    const real = await store.getWait(TENANT, w.id);
+    const what = `wait ${w.id} (${slotName(w.slot)} ${w.corr})`;
+    expect(real, `${what}: readable`).not.toBeNull();
+    if (!real) continue;
+    // 1. a wait changes state at most once
+    if (w.settled) {
+      expect({ state: real.state, resolution: real.resolution }, `${what}: settled state never changes`).toEqual(
+        w.settled,
+      );
+    } else if (real.state !== "waiting") {
+      w.settled = { state: real.state, resolution: real.resolution };
+    }
+    expect(real.state, `${what}: state`).toBe(w.state);
+    expect(real.resolution?.kind ?? null, `${what}: resolution kind matches the state`).toBe(
+      KIND_OF_STATE[real.state],
+    );
+    expect(real.resolution, `${what}: resolution`).toEqual(w.resolution ? expectedResolution(w.resolution) : null);
+    expect(real.deadline, `${what}: deadline`).toBe(w.deadline === null ? null : iso(w.deadline));
+    expect(real.since, `${what}: since`).toBe(w.since === null ? null : iso(w.since));
+    expect(real.createdAt, `${what}: createdAt`).toBe(iso(w.createdAt));
+    // 3. resolved by an on-time event of its own match key
+    const ref = real.resolution?.event;
+    if (real.resolution?.kind === "event") {
+      const ev = model.events.find((e) => ref && e.producer === ref.producer && e.id === ref.id);
+      expect(ev, `${what}: resolved by an accepted event`).toBeDefined();
+      if (ev && ref) {
+        expect(ev.corr, `${what}: resolving event has its match key`).toBe(real.correlationId);
+        expect(ref.streamId, `${what}: resolving entry`).toBe(ev.streamId);
+        if (real.deadline !== null) {
+          expect(ev.at, `${what}: resolving event accepted <= deadline`).toBeLessThanOrEqual(Date.parse(real.deadline));
+        }
+        if (real.since !== null) {
+          expect(ev.at, `${what}: resolving event accepted >= since`).toBeGreaterThanOrEqual(Date.parse(real.since));
+        }
+        const evReal = await store.getEvent(TENANT, ev.producer, ev.id);
+        expect(evReal?.status, `${what}: its event reads matched`).toBe("matched");
+        expect(evReal?.matchedWaits, `${what}: its event names it`).toContain(w.id);
+      }
+    }
+    // 6. exactly one resolved entry once settled, none while waiting
+    const whats = real.history.map((x) => x.what);
+    expect(whats[0], `${what}: history starts registered`).toBe("registered");
+    expect(whats.filter((x) => x === "resolved"), `${what}: resolved entries in history`).toHaveLength(
+      real.state === "waiting" ? 0 : 1,
+    );
+    // late events recorded, in order, each with a history entry
+    expect(
+      real.lateEvents.map((e) => `${e.producer}/${e.id}@${e.streamId}`),
+      `${what}: late events`,
+    ).toEqual(w.late.map((e) => `${eventName(e)}@${e.streamId}`));
+    expect(whats.filter((x) => x === "late_event"), `${what}: late_event entries`).toHaveLength(w.late.length);
+    // 4. consumption recorded once, never changed
+    expect(real.consumption, `${what}: consumption`).toEqual(
+      w.consumption ? { by: w.consumption.by, at: iso(w.consumption.at) } : null,
+    );
+    expect(whats.filter((x) => x === "consumed"), `${what}: consumed entries`).toHaveLength(w.consumption ? 1 : 0);
+  }
+
+  // 2. every accepted event stays readable: pending until matched, then matched / buffered / late
+  for (const ev of model.events) {
+    const real = await store.getEvent(TENANT, ev.producer, ev.id);
+    const what = `event ${eventName(ev)} (${ev.corr}, ${ev.streamId})`;
+    expect(real, `${what}: never dropped`).not.toBeNull();
+    if (!real) continue;
+    expect(real.streamId, `${what}: entry`).toBe(ev.streamId);
+    expect(real.acceptedAt, `${what}: accepted time`).toBe(iso(ev.at));
+    expect(real.correlationId, `${what}: correlation id`).toBe(ev.corr);
+    if (ev.firstMatch === undefined) expect(real.status, `${what}: pending before its match`).toBe("pending");
+    else expect(["matched", "buffered", "late"], `${what}: settled status`).toContain(real.status);
+    expect(real.status, `${what}: status`).toBe(ev.status);
+    expect(sorted(real.matchedWaits), `${what}: matched waits`).toEqual(sorted(ev.matchedWaits));
+    expect(sorted(real.lateFor), `${what}: late for`).toEqual(sorted(ev.lateFor));
+  }
+}
+
+// ------------------------------------------------------------------ the property
+
+describe("interleavings", () => {
+  it("keeps every invariant after every step of random interleavings", { timeout: 300_000 }, async () => {
+    const seed = seedFromEnv("interleavings");
+    const path = process.env.RENDEZVOUS_PATH;
+    const started = Date.now();
+    let steps = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.array(opArb, { minLength: 20, maxLength: 40 }), async (ops) => {
+        const h = makeStore({ partitions: 2 });
+        const model: Model = {
+          waits: new Map(),
+          events: [],
+          nextId: 1,
+          ghostId: h.store.keys.waitId(TENANT, "run-ghost", "step-1", 0),
+        };
+        const log: string[] = [];
+        try {
+          for (const op of ops) {
+            log.push(await runStep(h, model, op));
+            await checkInvariants(h, model);
+            steps++;
+          }
+        } catch (e) {
+          if (e instanceof Error) e.message += `\n--- steps run (t relative to T0) ---\n${log.join("\n")}`;
+          throw e;
+        } finally {
+          await h.redis.quit();
+        }
+      }),
+      { seed, numRuns: RUNS, ...(path ? { path, endOnFailure: true } : {}) },
+    );
+    console.log(`interleavings: ${RUNS} runs, ${steps} steps in ${Date.now() - started} ms`);
+  });
+
+  it("places the correlation ids over both partitions", () => {
+    const h = makeStore({ partitions: 2 });
+    const parts = new Set(CORRS.map((c) => h.store.keys.matchPartition(TENANT, TYPE, c)));
+    expect(parts.size).toBe(2);
+  });
+});
