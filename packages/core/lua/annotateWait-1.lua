@@ -11,21 +11,30 @@
   ARGV[3] what           history entry kind (one of the above)
   ARGV[4] detail         JSON object merged into the history entry; for
                          job_attached its `j` also becomes the wait's externalJobId
-  ARGV[5] now            "" = Redis TIME
+  ARGV[5] once           "1" = skip when the history already has an entry of this kind
+  ARGV[6] now            "" = Redis TIME
 
   Returns
     { OK, wait }
+    { EXISTS, wait }       `once` and already recorded: nothing changes
     { NOT_FOUND }
 ]]
 --@include "common"
 
 local waitsKey = KEYS[1]
-local waitId, tenantPrefix, what, detail = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local now = nowMs(ARGV[5])
+local waitId, tenantPrefix, what, detail, once = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local now = nowMs(ARGV[6])
 
 local wait = loadOwnWait(waitsKey, waitId, tenantPrefix)
 if wait == nil then
   return { C_NOT_FOUND }
+end
+if once == "1" then
+  for _, h in ipairs(wait["h"] or {}) do
+    if h["w"] == what then
+      return { C_EXISTS, cjson.encode(wait) }
+    end
+  end
 end
 local entry = cjson.decode(detail)
 entry["at"] = now

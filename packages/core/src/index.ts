@@ -18,6 +18,7 @@ export { createLogger, type Logger, REDACT_PATHS } from "./logger.js";
 export { createMetrics, type Metrics } from "./metrics.js";
 export { iso, toEventRecord, toWait } from "./records.js";
 export { createBlockingRedis, createRedis, type RedisConnectionOptions } from "./redis.js";
+export { createResources, type ResourceOptions, type Resources } from "./resources.js";
 export {
   Consumption,
   CorrelationId,

@@ -157,12 +157,12 @@ export function consumeWaitArgs(
 
 export function annotateWaitArgs(
   k: PartitionKeys,
-  a: { waitId: string; tenantPrefix: string; what: string; detail: string; now?: number },
+  a: { waitId: string; tenantPrefix: string; what: string; detail: string; once: boolean; now?: number },
 ): ScriptCall {
   return {
     script: "annotateWait",
     keys: [k.waits],
-    args: [a.waitId, a.tenantPrefix, a.what, a.detail, clock(a.now)],
+    args: [a.waitId, a.tenantPrefix, a.what, a.detail, a.once ? "1" : "", clock(a.now)],
   };
 }
 

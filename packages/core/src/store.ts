@@ -454,6 +454,22 @@ export class Store {
     return tenant === null || wait.tenant === tenant ? wait : null;
   }
 
+  /** Several waits by id, any tenant (internal: dispatcher), in one round trip; null where missing. */
+  async getWaits(waitIds: string[]): Promise<Array<Wait | null>> {
+    if (waitIds.length === 0) return [];
+    const pipeline = this.redis.pipeline();
+    for (const id of waitIds) {
+      const p = this.keys.waitPartition(id);
+      if (p === null) pipeline.echo("");
+      else pipeline.hget(this.keys.partition(p).waits, id);
+    }
+    const results = (await pipeline.exec()) ?? [];
+    return results.map(([err, raw], i) => {
+      if (err) throw err;
+      return raw ? toWait(waitIds[i] as string, parseWait(raw)) : null;
+    });
+  }
+
   private partitionOf(waitId: string) {
     const p = this.keys.waitPartition(waitId);
     if (p === null) throw new RendezvousError("not_found");
@@ -505,6 +521,7 @@ export class Store {
     waitId: string,
     what: Exclude<HistoryWhat, "registered" | "resolved" | "late_event" | "consumed">,
     detail: Record<string, unknown> = {},
+    opts: { once?: boolean } = {},
   ): Promise<Wait> {
     const [code, raw] = await this.run(
       annotateWaitArgs(this.partitionOf(waitId), {
@@ -512,10 +529,11 @@ export class Store {
         tenantPrefix: this.tenantPrefix(tenant),
         what,
         detail: JSON.stringify(detail),
+        once: opts.once ?? false,
         now: this.now(),
       }),
     );
-    if (code !== Code.OK) throw failure(code);
+    if (code !== Code.OK && code !== Code.EXISTS) throw failure(code);
     return toWait(waitId, parseWait(raw));
   }
 
@@ -590,11 +608,28 @@ export class Store {
 
   /** Tries to time out a wait by the event-time rule. */
   async timeout(waitId: string): Promise<TimeoutResult> {
-    const p = this.keys.waitPartition(waitId);
-    if (p === null) return { outcome: "not_found" };
-    const [code, value] = await this.run(
-      timeoutWaitArgs(this.keys.partition(p), { waitId, retentionMs: this.config.retentionMs, now: this.now() }),
+    const [result] = await this.timeoutMany([waitId]);
+    return result as TimeoutResult;
+  }
+
+  /** Tries to time out several waits, in one round trip. */
+  async timeoutMany(waitIds: string[]): Promise<TimeoutResult[]> {
+    const now = this.now();
+    const known = waitIds.map((id) => ({ id, p: this.keys.waitPartition(id) }));
+    const calls = known.flatMap(({ id, p }) =>
+      p === null
+        ? []
+        : [timeoutWaitArgs(this.keys.partition(p), { waitId: id, retentionMs: this.config.retentionMs, now })],
     );
+    const replies = await this.runAll(calls);
+    let j = 0;
+    return known.map(({ id, p }) => {
+      if (p === null) return { outcome: "not_found" };
+      return this.timeoutResult(id, replies[j++] as Reply);
+    });
+  }
+
+  private timeoutResult(waitId: string, [code, value]: Reply): TimeoutResult {
     switch (code) {
       case Code.RESOLVED:
         return { outcome: "timed_out", wait: toWait(waitId, parseWait(value)) };

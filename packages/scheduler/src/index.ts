@@ -1,1 +1,1 @@
-export {};
+export { Scheduler, type SchedulerOptions, TIMEOUT_QUEUE } from "./scheduler.js";

@@ -1,0 +1,184 @@
+/**
+ * The dispatcher: moves resolutions from the partition outboxes to the BullMQ queue
+ * `continuations.<tenant>` (job name `continuation`, job id = wait id, data = the
+ * Wait) and, where the tenant has a webhook, to the internal `webhooks` queue whose
+ * worker POSTs a signed request with retries and backoff. An outbox entry is acked
+ * only after its jobs are enqueued; a re-dispatch after a crash finds the job by id
+ * and adds nothing.
+ */
+import { createHmac } from "node:crypto";
+import { DISPATCHER_GROUP, failpoint, type Resources, type Wait } from "@rendezvous/core";
+import { type Job, Queue, Worker } from "bullmq";
+import type { Redis } from "ioredis";
+import { ConsumerLoop, type StreamEntry } from "./consumer-loop.js";
+
+/** Queue of a tenant's continuations (API.md, Continuations). */
+export function continuationQueueName(tenant: string): string {
+  return `continuations.${tenant}`;
+}
+
+/** Internal queue of webhook deliveries. */
+export const WEBHOOK_QUEUE = "webhooks";
+
+const DAY_S = 86_400;
+
+/** `Rendezvous-Signature` header value for a webhook body. */
+export function signWebhook(secret: string, body: string, unixSeconds = Math.floor(Date.now() / 1000)): string {
+  const mac = createHmac("sha256", secret).update(`${unixSeconds}.${body}`).digest("hex");
+  return `t=${unixSeconds},v1=${mac}`;
+}
+
+export interface DispatcherOptions {
+  partitions?: number[];
+  consumer?: string;
+  blockMs?: number;
+  /** webhook worker concurrency @defaultValue 16; 0 = no webhook worker in this process */
+  webhookConcurrency?: number;
+  /** webhook attempts before giving up @defaultValue 12 */
+  webhookAttempts?: number;
+  /** first backoff delay @defaultValue 1000 */
+  webhookBackoffMs?: number;
+  /** request timeout @defaultValue 10000 */
+  webhookTimeoutMs?: number;
+}
+
+interface WebhookJob {
+  tenant: string;
+  waitId: string;
+}
+
+export class Dispatcher {
+  readonly #res: Resources;
+  readonly #opts: DispatcherOptions;
+  readonly loop: ConsumerLoop;
+  readonly #queueConn: Redis;
+  readonly #queues = new Map<string, Queue>();
+  #webhookWorker: Worker<WebhookJob> | undefined;
+
+  constructor(res: Resources, opts: DispatcherOptions = {}) {
+    this.#res = res;
+    this.#opts = opts;
+    const layout = res.store.keys;
+    this.#queueConn = res.connect("dispatcher-queues", { blocking: true });
+    this.loop = new ConsumerLoop({
+      name: "dispatcher",
+      redis: res.redis,
+      blocking: res.connect("dispatcher-read", { blocking: true }),
+      group: DISPATCHER_GROUP,
+      streams: (opts.partitions ?? layout.allPartitions()).map((p) => ({
+        partition: p,
+        key: layout.partition(p).outbox,
+      })),
+      handle: (_p, key, entries) => this.#handle(key, entries),
+      logger: res.logger.child({ system: "dispatcher" }),
+      claimIdleMs: res.config.claimIdleMs,
+      consumer: opts.consumer,
+      blockMs: opts.blockMs,
+    });
+  }
+
+  /** The BullMQ queue (cached) of a tenant's continuations, or of webhook deliveries. */
+  queue(name: string): Queue {
+    let q = this.#queues.get(name);
+    if (!q) {
+      q = new Queue(name, { connection: this.#queueConn, prefix: this.#res.prefix });
+      this.#queues.set(name, q);
+    }
+    return q;
+  }
+
+  async start(): Promise<void> {
+    const concurrency = this.#opts.webhookConcurrency ?? 16;
+    const hasWebhooks = Object.values(this.#res.config.tenants).some((t) => t.webhook);
+    if (concurrency > 0 && hasWebhooks) {
+      this.#webhookWorker = new Worker<WebhookJob>(WEBHOOK_QUEUE, (job) => this.#sendWebhook(job), {
+        connection: this.#res.connect("dispatcher-webhooks", { blocking: true }),
+        prefix: this.#res.prefix,
+        concurrency,
+      });
+      this.#webhookWorker.on("failed", (job, err) =>
+        this.#res.logger.warn({ err, waitId: job?.data.waitId, attempt: job?.attemptsMade }, "webhook delivery failed"),
+      );
+    }
+    await this.loop.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.loop.stop();
+    await this.#webhookWorker?.close();
+    await Promise.all([...this.#queues.values()].map((q) => q.close()));
+  }
+
+  async #handle(key: string, entries: StreamEntry[]): Promise<void> {
+    const ids = entries.flatMap((e) => (e.fields?.w ? [e.fields.w] : []));
+    const waits = await this.#res.store.getWaits(ids);
+    const byQueue = new Map<string, Wait[]>();
+    const hooks: Wait[] = [];
+    for (const wait of waits) {
+      if (!wait) continue; // expired since: nothing left to hand out
+      const name = continuationQueueName(wait.tenant);
+      byQueue.set(name, [...(byQueue.get(name) ?? []), wait]);
+      if (this.#res.config.tenants[wait.tenant]?.webhook) hooks.push(wait);
+    }
+    await Promise.all(
+      [...byQueue].map(([name, list]) =>
+        this.queue(name).addBulk(
+          list.map((wait) => ({
+            name: "continuation",
+            data: wait,
+            opts: { jobId: wait.id, removeOnComplete: { age: DAY_S }, removeOnFail: { age: 7 * DAY_S } },
+          })),
+        ),
+      ),
+    );
+    if (hooks.length > 0) {
+      await this.queue(WEBHOOK_QUEUE).addBulk(
+        hooks.map((wait) => ({
+          name: "webhook",
+          data: { tenant: wait.tenant, waitId: wait.id },
+          opts: {
+            jobId: `wh.${wait.id}`,
+            attempts: this.#opts.webhookAttempts ?? 12,
+            backoff: { type: "exponential", delay: this.#opts.webhookBackoffMs ?? 1000 },
+            removeOnComplete: { age: DAY_S },
+            removeOnFail: { age: 7 * DAY_S },
+          },
+        })),
+      );
+    }
+    failpoint("dispatcher.after-enqueue");
+    await Promise.all(
+      [...byQueue].flatMap(([name, list]) =>
+        list.map((wait) =>
+          this.#res.store.annotate(null, wait.id, "continuation_dispatched", { queue: name, jobId: wait.id }),
+        ),
+      ),
+    );
+    this.#res.metrics.continuationsDispatched.inc({ channel: "queue" }, waits.filter(Boolean).length);
+    await this.loop.ack(
+      key,
+      entries.map((e) => e.id),
+    );
+  }
+
+  async #sendWebhook(job: Job<WebhookJob>): Promise<void> {
+    const hook = this.#res.config.tenants[job.data.tenant]?.webhook;
+    if (!hook) return;
+    const wait = await this.#res.store.getWait(job.data.tenant, job.data.waitId);
+    if (!wait) return;
+    const body = JSON.stringify({ wait });
+    const res = await fetch(hook.url, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        "rendezvous-signature": signWebhook(hook.secret, body),
+        "rendezvous-delivery": job.id ?? wait.id,
+      },
+      body,
+      signal: AbortSignal.timeout(this.#opts.webhookTimeoutMs ?? 10_000),
+    });
+    if (!res.ok) throw new Error(`webhook answered ${res.status}`);
+    await this.#res.store.annotate(null, wait.id, "continuation_dispatched", { webhook: hook.url, status: res.status });
+    this.#res.metrics.continuationsDispatched.inc({ channel: "webhook" });
+  }
+}

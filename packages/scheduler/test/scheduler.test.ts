@@ -1,0 +1,106 @@
+import { describe, expect, it } from "vitest";
+import { Scheduler } from "../src/index.js";
+import { eventually, makeResources } from "./helpers.js";
+
+const spec = (runId: string, correlationId: string, timeoutMs: number) => ({
+  runId,
+  position: "step",
+  eventType: "job.done",
+  correlationId,
+  timeoutMs,
+});
+
+describe("scheduler", () => {
+  it("times waits out close to their deadline through bucket jobs", async () => {
+    const res = makeResources();
+    const scheduler = new Scheduler(res, { sweepIntervalMs: 60_000 });
+    await scheduler.start();
+    try {
+      const waits = [];
+      for (let i = 0; i < 20; i++) {
+        const { wait } = await res.store.register("acme", spec(`run-${i}`, `job-${i}`, 200 + i * 10));
+        waits.push(wait);
+      }
+      const scheduled = await scheduler.schedule(
+        waits.map((w) => ({
+          partition: res.store.keys.waitPartition(w.id) as number,
+          deadline: Date.parse(w.deadline ?? ""),
+        })),
+      );
+      expect(scheduled).toBeGreaterThan(0);
+      for (const w of waits) {
+        const done = await eventually(async () => {
+          const x = await res.store.getWait("acme", w.id);
+          return x?.state === "timed_out" ? x : undefined;
+        });
+        const lateness = Date.parse(done.resolution?.at ?? "") - Date.parse(w.deadline ?? "");
+        expect(lateness).toBeGreaterThanOrEqual(0);
+        expect(lateness).toBeLessThan(1000);
+      }
+    } finally {
+      await scheduler.stop();
+    }
+  });
+
+  it("backlog: an event accepted before the deadline wins over the timeout when the matcher catches up", async () => {
+    const res = makeResources();
+    const scheduler = new Scheduler(res, { sweepIntervalMs: 60_000, retryMs: 50 });
+    await scheduler.start();
+    try {
+      const { wait } = await res.store.register("acme", spec("run-1", "job-1", 300));
+      const p = res.store.keys.waitPartition(wait.id) as number;
+      await scheduler.schedule([{ partition: p, deadline: Date.parse(wait.deadline ?? "") }]);
+      // accepted on time; no matcher runs
+      const [accepted] = await res.store.ingest("acme", "svc", [
+        { id: "e1", type: "job.done", correlationId: "job-1" },
+      ]);
+      expect(accepted?.status).toBe("accepted");
+      await new Promise((r) => setTimeout(r, 700));
+      expect((await res.store.getWait("acme", wait.id))?.state).toBe("waiting");
+      // the matcher catches up
+      const entries = await res.redis.xrange(res.store.keys.partition(p).stream, "-", "+");
+      const [id, fields] = entries[0] as [string, string[]];
+      await res.store.match(p, [{ streamId: id, eventKey: fields[1] as string }]);
+      const w = await res.store.getWait("acme", wait.id);
+      expect(w?.state).toBe("resolved");
+      expect(w?.resolution?.kind).toBe("event");
+      await new Promise((r) => setTimeout(r, 200));
+      expect((await res.store.getWait("acme", wait.id))?.state).toBe("resolved");
+    } finally {
+      await scheduler.stop();
+    }
+  });
+
+  it("the sweeper fires a wait whose timeout job was never scheduled, and says so on its timeline", async () => {
+    const res = makeResources();
+    const scheduler = new Scheduler(res, { sweepIntervalMs: 100, graceMs: 100 });
+    const { wait } = await res.store.register("acme", spec("run-1", "job-1", 50));
+    await new Promise((r) => setTimeout(r, 300));
+    await scheduler.start();
+    try {
+      const w = await eventually(async () => {
+        const x = await res.store.getWait("acme", wait.id);
+        return x?.state === "timed_out" ? x : undefined;
+      });
+      expect(w.history.map((h) => h.what)).toEqual(["registered", "sweeper_rescheduled", "resolved"]);
+    } finally {
+      await scheduler.stop();
+    }
+  });
+
+  it("the sweeper schedules bucket jobs for deadlines coming up", async () => {
+    const res = makeResources();
+    const scheduler = new Scheduler(res, { sweepIntervalMs: 60_000, lookaheadMs: 5000 });
+    const { wait } = await res.store.register("acme", spec("run-1", "job-1", 400));
+    await scheduler.start(); // runs one sweep at start
+    try {
+      const w = await eventually(async () => {
+        const x = await res.store.getWait("acme", wait.id);
+        return x?.state === "timed_out" ? x : undefined;
+      });
+      expect(w.history.map((h) => h.what)).toEqual(["registered", "resolved"]);
+    } finally {
+      await scheduler.stop();
+    }
+  });
+});
