@@ -1,1 +1,19 @@
-export {};
+export {
+  authenticateHost,
+  authenticateProducer,
+  bearerToken,
+  type CredentialIndex,
+  computeSignature,
+  type Headers,
+  type HostIdentity,
+  indexCredentials,
+  type ProducerIdentity,
+  parseSignatureHeader,
+  readTenant,
+  SIGNATURE_TOLERANCE_SEC,
+} from "./auth.js";
+export { isUnavailable, toApiError } from "./http-errors.js";
+export { type EventOutcome, IngestSystem, type IngestSystemDeps, MAX_BATCH } from "./ingest.js";
+export { RateLimiter, type Take } from "./rate-limit.js";
+export { type IngestRoutesOptions, ingestRoutes } from "./routes.js";
+export { type Checked, EventValidator, type Issue, parseJsonBody, type Refused } from "./validation.js";

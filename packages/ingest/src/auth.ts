@@ -1,0 +1,219 @@
+/**
+ * Credentials: who is calling, taken from the credential only (never from a body).
+ *
+ * - producers: `Rendezvous-Producer: <tenant>/<producer>` plus a bearer key or an
+ *   HMAC-SHA256 signature over `"<t>.<raw body>"` (API.md, Authentication);
+ * - hosts: `Authorization: Bearer <hostKey>` (the key's tenant) or the admin token.
+ *
+ * Every failure is the same `unauthorized` error: no hint of which part failed.
+ * Secrets are compared in constant time (`timingSafeEqual` over equal-length
+ * digests); the index is built once from the config.
+ */
+import { createHash, createHmac, timingSafeEqual } from "node:crypto";
+import { type Config, type ProducerConfig, RendezvousError } from "@rendezvous/core";
+
+/** Largest allowed distance between a signature's `t` and the server clock. */
+export const SIGNATURE_TOLERANCE_SEC = 300;
+
+/** An authenticated producer. */
+export interface ProducerIdentity {
+  readonly tenant: string;
+  readonly producer: string;
+  /** events per second; undefined = no limit */
+  readonly rateLimitPerSec: number | undefined;
+  /** whether the producer may send this event type (exact or `prefix*`) */
+  allows(eventType: string): boolean;
+}
+
+/** An authenticated host (its tenant) or the admin (every tenant). */
+export type HostIdentity = { readonly kind: "host"; readonly tenant: string } | { readonly kind: "admin" };
+
+interface ProducerEntry {
+  identity: ProducerIdentity;
+  keyDigests: Buffer[];
+  secrets: string[];
+}
+
+/** Credentials of a config, indexed once. Build with {@link indexCredentials}. */
+export interface CredentialIndex {
+  readonly producers: ReadonlyMap<string, ProducerEntry>;
+  /** sha256(hostKey) hex → tenant */
+  readonly hostKeys: ReadonlyMap<string, string>;
+  readonly adminDigest: Buffer | null;
+}
+
+/** Headers as node and fastify give them. */
+export type Headers = Record<string, string | string[] | undefined>;
+
+const sha256 = (value: string | Buffer): Buffer => createHash("sha256").update(value).digest();
+/** Compared against when the caller named no known producer, so the work is the same. */
+const DUMMY_DIGEST = sha256("rendezvous: no such credential");
+
+function unauthorized(): RendezvousError {
+  return new RendezvousError("unauthorized");
+}
+
+function typeMatcher(patterns: readonly string[]): (eventType: string) => boolean {
+  const exact = new Set(patterns.filter((p) => !p.endsWith("*")));
+  const prefixes = patterns.filter((p) => p.endsWith("*")).map((p) => p.slice(0, -1));
+  return (eventType) => exact.has(eventType) || prefixes.some((prefix) => eventType.startsWith(prefix));
+}
+
+function producerEntry(tenant: string, producer: string, p: ProducerConfig): ProducerEntry {
+  return {
+    identity: Object.freeze({
+      tenant,
+      producer,
+      rateLimitPerSec: p.rateLimitPerSec,
+      allows: typeMatcher(p.eventTypes),
+    }),
+    keyDigests: p.keys.map((k) => sha256(k)),
+    secrets: [...p.secrets],
+  };
+}
+
+/** Indexes the credentials of a parsed config (call once at start). */
+export function indexCredentials(config: Pick<Config, "tenants" | "adminToken">): CredentialIndex {
+  const producers = new Map<string, ProducerEntry>();
+  const hostKeys = new Map<string, string>();
+  for (const [tenant, t] of Object.entries(config.tenants)) {
+    for (const [producer, p] of Object.entries(t.producers)) {
+      producers.set(`${tenant}/${producer}`, producerEntry(tenant, producer, p));
+    }
+    for (const key of t.hostKeys) hostKeys.set(sha256(key).toString("hex"), tenant);
+  }
+  return { producers, hostKeys, adminDigest: config.adminToken ? sha256(config.adminToken) : null };
+}
+
+function single(value: string | string[] | undefined): string | undefined {
+  return typeof value === "string" ? value : undefined;
+}
+
+/** The token of `Authorization: Bearer <token>`, or undefined. */
+export function bearerToken(authorization: string | string[] | undefined): string | undefined {
+  const header = single(authorization);
+  if (header === undefined) return undefined;
+  const m = /^Bearer +(\S+) *$/i.exec(header);
+  return m ? m[1] : undefined;
+}
+
+/** Any of `digests` equals sha256(token); always compares against all of them. */
+function matchesAny(token: string, digests: readonly Buffer[]): boolean {
+  const presented = sha256(token);
+  const real = digests.length > 0;
+  let ok = false;
+  for (const d of real ? digests : [DUMMY_DIGEST]) {
+    if (timingSafeEqual(presented, d)) ok = true;
+  }
+  return ok && real;
+}
+
+interface ParsedSignature {
+  t: number;
+  v1: Buffer[];
+}
+
+/** Parses `t=<unix seconds>,v1=<hex>[,v1=<hex>…]`; null when malformed. */
+export function parseSignatureHeader(header: string): ParsedSignature | null {
+  let t: number | null = null;
+  const v1: Buffer[] = [];
+  const parts = header.split(",");
+  if (parts.length > 10) return null;
+  for (const part of parts) {
+    const eq = part.indexOf("=");
+    if (eq < 0) return null;
+    const name = part.slice(0, eq).trim();
+    const value = part.slice(eq + 1).trim();
+    if (name === "t") {
+      if (t !== null || !/^\d{1,12}$/.test(value)) return null;
+      t = Number(value);
+    } else if (name === "v1") {
+      if (!/^[0-9a-fA-F]{64}$/.test(value)) return null;
+      v1.push(Buffer.from(value, "hex"));
+    }
+    // other schemes (v0, v2…) are ignored, as signers may add them
+  }
+  return t === null || v1.length === 0 ? null : { t, v1 };
+}
+
+/** hex HMAC-SHA256(secret, "<t>.<raw body>"): the `v1` of a signature. */
+export function computeSignature(secret: string, t: number, rawBody: Buffer | string): string {
+  return createHmac("sha256", secret).update(`${t}.`).update(rawBody).digest("hex");
+}
+
+function signatureValid(header: string, secrets: readonly string[], rawBody: Buffer, nowMs: number): boolean {
+  const parsed = parseSignatureHeader(header);
+  if (!parsed) return false;
+  if (Math.abs(nowMs / 1000 - parsed.t) > SIGNATURE_TOLERANCE_SEC) return false;
+  const real = secrets.length > 0;
+  let ok = false;
+  for (const secret of real ? secrets : ["rendezvous: no such secret"]) {
+    const expected = createHmac("sha256", secret).update(`${parsed.t}.`).update(rawBody).digest();
+    for (const given of parsed.v1) {
+      if (timingSafeEqual(expected, given)) ok = true;
+    }
+  }
+  return ok && real;
+}
+
+/**
+ * Authenticates a producer request. Every credential the request presents must
+ * verify (a bearer key, a signature, or both), and it must present at least one.
+ * @param rawBody the exact bytes received (signatures cover them)
+ * @throws RendezvousError `unauthorized`, alike for every failure
+ */
+export function authenticateProducer(
+  index: CredentialIndex,
+  headers: Headers,
+  rawBody: Buffer,
+  nowMs: number = Date.now(),
+): ProducerIdentity {
+  const claimed = single(headers["rendezvous-producer"]);
+  const entry = claimed === undefined ? undefined : index.producers.get(claimed.trim());
+  const token = bearerToken(headers.authorization);
+  const signature = single(headers["rendezvous-signature"]);
+  if (token === undefined && signature === undefined) throw unauthorized();
+  let ok = true;
+  if (token !== undefined) ok = matchesAny(token, entry?.keyDigests ?? []) && ok;
+  if (signature !== undefined) ok = signatureValid(signature, entry?.secrets ?? [], rawBody, nowMs) && ok;
+  if (!ok || !entry) throw unauthorized();
+  return entry.identity;
+}
+
+/**
+ * Authenticates a host or the admin by `Authorization: Bearer <token>`.
+ * @throws RendezvousError `unauthorized`
+ */
+export function authenticateHost(index: CredentialIndex, headers: Headers): HostIdentity {
+  const token = bearerToken(headers.authorization);
+  if (token === undefined) throw unauthorized();
+  const presented = sha256(token);
+  if (index.adminDigest && timingSafeEqual(presented, index.adminDigest)) return { kind: "admin" };
+  // The map is keyed by digest: a look-up reveals nothing about the key's bytes.
+  const tenant = index.hostKeys.get(presented.toString("hex"));
+  if (tenant === undefined) throw unauthorized();
+  return { kind: "host", tenant };
+}
+
+/**
+ * The tenant a host read is about: a host's own tenant (naming another answers
+ * 404, as if it did not exist), or the tenant the admin names in `?tenant=`.
+ * @throws RendezvousError `not_found` (a host naming another tenant), `invalid_request` (admin without tenant)
+ */
+export function readTenant(identity: HostIdentity, requested: unknown): string {
+  if (requested !== undefined && typeof requested !== "string") {
+    throw new RendezvousError("invalid_request", undefined, {
+      issues: [{ path: ["tenant"], message: "give one tenant" }],
+    });
+  }
+  if (identity.kind === "host") {
+    if (requested !== undefined && requested !== identity.tenant) throw new RendezvousError("not_found");
+    return identity.tenant;
+  }
+  if (requested === undefined || requested === "") {
+    throw new RendezvousError("invalid_request", "the admin token reads a tenant named by ?tenant=", {
+      issues: [{ path: ["tenant"], message: "required with the admin token" }],
+    });
+  }
+  return requested;
+}

@@ -1,0 +1,48 @@
+/**
+ * Maps whatever a route threw to the API error it answers with: a RendezvousError
+ * as it is, fastify's body errors to API codes, Redis being unreachable to
+ * `unavailable`, anything else to a bare `internal` (never the original message).
+ */
+import { isRendezvousError, RendezvousError } from "@rendezvous/core";
+
+/** ioredis / socket failures meaning "Redis is not reachable now". */
+const UNAVAILABLE_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EHOSTUNREACH"]);
+const UNAVAILABLE_MESSAGES = [
+  /^Connection is closed/,
+  /enableOfflineQueue options is false/,
+  /^Reached the max retries per request limit/,
+  /^LOADING /,
+  /^READONLY /,
+  /^CLUSTERDOWN /,
+  /^TRYAGAIN /,
+  /^MASTERDOWN /,
+];
+
+/** Whether an error means the store could not be reached (answer 503, retry later). */
+export function isUnavailable(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === "string" && UNAVAILABLE_CODES.has(code)) return true;
+  if (err.name === "MaxRetriesPerRequestError") return true;
+  return UNAVAILABLE_MESSAGES.some((re) => re.test(err.message));
+}
+
+/** The API error a thrown value answers with, and whether it is a server fault. */
+export function toApiError(err: unknown, producerBody = true): RendezvousError {
+  if (isRendezvousError(err)) return err;
+  const badBody = producerBody ? "invalid_event" : "invalid_request";
+  if (err instanceof Error) {
+    const fst = err as Error & { code?: unknown; statusCode?: unknown };
+    if (fst.code === "FST_ERR_CTP_BODY_TOO_LARGE") return new RendezvousError("payload_too_large");
+    if (typeof fst.code === "string" && fst.code.startsWith("FST_ERR_CTP_")) {
+      return new RendezvousError(badBody, undefined, { issues: [{ path: [], message: fst.message }] });
+    }
+    if (isUnavailable(err)) return new RendezvousError("unavailable");
+    // Other fastify client errors (bad URL, aborted body…) are the client's fault.
+    if (typeof fst.statusCode === "number" && fst.statusCode >= 400 && fst.statusCode < 500) {
+      if (fst.statusCode === 413) return new RendezvousError("payload_too_large");
+      return new RendezvousError(badBody, undefined, { issues: [{ path: [], message: fst.message }] });
+    }
+  }
+  return new RendezvousError("internal");
+}

@@ -1,0 +1,185 @@
+/**
+ * The ingest system: validated events of an authenticated producer go to the
+ * Store in one pipelined call; refusals are counted and remembered (capped, no
+ * payload) so `explain` can say `rejected_signal`. Nothing is stored for a
+ * refused event.
+ */
+import {
+  type EventInput,
+  type EventRecord,
+  type Logger,
+  type Metrics,
+  RendezvousError,
+  type Store,
+} from "@rendezvous/core";
+import type { ProducerIdentity } from "./auth.js";
+import { type EventValidator, invalidEvent, type Refused, readableId, readableMatchKey } from "./validation.js";
+
+/** Most events in one batch request. */
+export const MAX_BATCH = 500;
+
+/** The answer for one event (a batch answers one per event, in order). */
+export type EventOutcome =
+  | { status: "accepted"; event: EventRecord }
+  | { status: "duplicate"; event: EventRecord }
+  | { status: "rejected"; error: RendezvousError };
+
+export interface IngestSystemDeps {
+  store: Store;
+  validator: EventValidator;
+  metrics: Metrics;
+  logger: Logger;
+  /** largest serialized event of a batch, in bytes */
+  maxPayloadBytes: number;
+}
+
+type Slot = { kind: "valid"; event: EventInput } | ({ kind: "refused" } & Refused);
+
+export class IngestSystem {
+  readonly #d: IngestSystemDeps;
+
+  constructor(deps: IngestSystemDeps) {
+    this.#d = deps;
+  }
+
+  /** Validates, dedups and appends one event. */
+  async single(producer: ProducerIdentity, raw: unknown): Promise<EventOutcome> {
+    const [outcome] = await this.run(producer, [this.#check(producer, raw)]);
+    return outcome as EventOutcome;
+  }
+
+  /**
+   * A batch body `{"events": [...]}`: each event is checked on its own (and against
+   * `maxPayloadBytes` by its serialized size); the valid ones go to the Store in one call.
+   * @throws RendezvousError `invalid_event` when the body itself is not such an object
+   */
+  async batch(producer: ProducerIdentity, body: unknown): Promise<EventOutcome[]> {
+    const events = batchEvents(body);
+    const slots = events.map((raw): Slot => {
+      if (Buffer.byteLength(JSON.stringify(raw)) > this.#d.maxPayloadBytes) {
+        return tooLarge(raw, this.#d.maxPayloadBytes);
+      }
+      return this.#check(producer, raw);
+    });
+    return this.run(producer, slots);
+  }
+
+  #check(producer: ProducerIdentity, raw: unknown): Slot {
+    const checked = this.#d.validator.check(raw, producer);
+    return checked.ok ? { kind: "valid", event: checked.event } : { ...checked, kind: "refused" };
+  }
+
+  private async run(producer: ProducerIdentity, slots: Slot[]): Promise<EventOutcome[]> {
+    const { store, metrics } = this.#d;
+    const { tenant } = producer;
+    const valid = slots.flatMap((s, i) => (s.kind === "valid" ? [{ i, event: s.event }] : []));
+    const stored =
+      valid.length > 0
+        ? await store.ingest(
+            tenant,
+            producer.producer,
+            valid.map((v) => v.event),
+          )
+        : [];
+
+    const outcomes: EventOutcome[] = new Array(slots.length);
+    const refusals: Refused[] = [];
+    slots.forEach((s, i) => {
+      if (s.kind === "refused") {
+        outcomes[i] = { status: "rejected", error: s.error };
+        refusals.push(s);
+      }
+    });
+    valid.forEach(({ i, event }, j) => {
+      const r = stored[j];
+      if (!r) throw new Error("store.ingest answered fewer results than events");
+      outcomes[i] = r;
+      if (r.status === "accepted") metrics.eventsAccepted.inc({ tenant });
+      else if (r.status === "duplicate") metrics.eventsDuplicate.inc({ tenant });
+      else {
+        refusals.push({
+          error: r.error,
+          matchKey: { eventType: event.type, correlationId: event.correlationId },
+          eventId: event.id,
+        });
+      }
+    });
+    await this.#remember(producer, refusals);
+    return outcomes;
+  }
+
+  /** Counts refusals and records the placeable ones (best effort: a failure is logged). */
+  async #remember(producer: ProducerIdentity, refusals: Refused[]): Promise<void> {
+    if (refusals.length === 0) return;
+    for (const r of refusals) this.#d.metrics.eventsRejected.inc({ reason: r.error.code });
+    const records = refusals.flatMap((r) =>
+      r.matchKey
+        ? [
+            {
+              producer: producer.producer,
+              eventType: r.matchKey.eventType,
+              correlationId: r.matchKey.correlationId,
+              eventId: r.eventId,
+              reason: r.error.code,
+              detail: refusalDetail(r.error),
+            },
+          ]
+        : [],
+    );
+    this.#d.logger.info(
+      { tenant: producer.tenant, producer: producer.producer, refused: refusals.map((r) => r.error.code) },
+      "events refused",
+    );
+    if (records.length === 0) return;
+    try {
+      await this.#d.store.recordRejections(producer.tenant, records);
+    } catch (err) {
+      this.#d.logger.warn({ err, tenant: producer.tenant }, "could not record refused events");
+    }
+  }
+}
+
+/** A short text for the rejection record: the message and the first issues (no payload values). */
+function refusalDetail(error: RendezvousError): string {
+  const issues = error.details.issues as Array<{ path: unknown[]; message: string }> | undefined;
+  if (!issues?.length) return error.message;
+  const first = issues
+    .slice(0, 3)
+    .map((i) => `${i.path.join(".") || "(event)"}: ${i.message}`)
+    .join("; ");
+  return `${error.message}: ${first}`.slice(0, 300);
+}
+
+function tooLarge(raw: unknown, max: number): Slot {
+  return {
+    kind: "refused",
+    error: new RendezvousError("payload_too_large", `event exceeds maxPayloadBytes (${max} bytes)`, {
+      maxPayloadBytes: max,
+    }),
+    matchKey: readableMatchKey(raw),
+    eventId: readableId(raw),
+  };
+}
+
+/** The events array of a batch body. */
+function batchEvents(body: unknown): unknown[] {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    throw invalidEvent('a batch body is {"events": [...]}', [{ path: [], message: "expected an object" }]);
+  }
+  const extra = Object.keys(body).filter((k) => k !== "events");
+  if (extra.length > 0) {
+    throw invalidEvent('a batch body is {"events": [...]}', [
+      { path: [], message: `unrecognized key(s): ${extra.slice(0, 5).join(", ")}` },
+    ]);
+  }
+  const events = (body as { events?: unknown }).events;
+  if (!Array.isArray(events)) {
+    throw invalidEvent('a batch body is {"events": [...]}', [{ path: ["events"], message: "expected an array" }]);
+  }
+  if (events.length > MAX_BATCH) {
+    throw invalidEvent(`a batch holds at most ${MAX_BATCH} events`, [
+      { path: ["events"], message: `${events.length} events; at most ${MAX_BATCH}` },
+    ]);
+  }
+  return events;
+}

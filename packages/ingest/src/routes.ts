@@ -1,0 +1,136 @@
+/**
+ * The producer routes (API.md, Events) as one encapsulated fastify plugin:
+ * `POST /v1/events`, `POST /v1/events/batch`, `GET /v1/events/:producer/:eventId`.
+ *
+ * Bodies arrive as raw bytes (signatures cover them), bounded by `maxPayloadBytes`
+ * (500 times that for a batch) before anything is parsed. Order per request:
+ * size → credential → JSON → rate limit → validation → store. The error handler
+ * answers every failure in the API error shape; bad input never gets a 5xx.
+ */
+import {
+  type Config,
+  createLogger,
+  createMetrics,
+  type Logger,
+  type Metrics,
+  Name,
+  RendezvousError,
+  type Store,
+} from "@rendezvous/core";
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
+import {
+  authenticateHost,
+  authenticateProducer,
+  type CredentialIndex,
+  indexCredentials,
+  type ProducerIdentity,
+  readTenant,
+} from "./auth.js";
+import { toApiError } from "./http-errors.js";
+import { type EventOutcome, IngestSystem, MAX_BATCH } from "./ingest.js";
+import { RateLimiter } from "./rate-limit.js";
+import { EventValidator, parseJsonBody } from "./validation.js";
+
+export interface IngestRoutesOptions {
+  store: Store;
+  config: Config;
+  /** system logger (a child `{system: "ingest"}` is used) @defaultValue createLogger() */
+  logger?: Logger;
+  /** @defaultValue createMetrics() on a private registry */
+  metrics?: Metrics;
+  /** clock for signature timestamps and the rate limit, ms @defaultValue Date.now */
+  now?: () => number;
+}
+
+const EMPTY = Buffer.alloc(0);
+
+function rawBody(request: FastifyRequest): Buffer {
+  return Buffer.isBuffer(request.body) ? request.body : EMPTY;
+}
+
+/** `{"status", "event"}` for one outcome, or the error it is. */
+function single(reply: FastifyReply, outcome: EventOutcome) {
+  if (outcome.status === "rejected") throw outcome.error;
+  return reply.code(outcome.status === "accepted" ? 202 : 200).send({ status: outcome.status, event: outcome.event });
+}
+
+function batchResult(outcome: EventOutcome) {
+  if (outcome.status !== "rejected") return outcome;
+  return { status: "rejected", error: outcome.error.toJSON().error };
+}
+
+/** The producer routes. Register with `app.register(ingestRoutes, { store, config })`. */
+export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app, opts) => {
+  const { store, config } = opts;
+  const now = opts.now ?? Date.now;
+  const metrics = opts.metrics ?? createMetrics();
+  const logger = (opts.logger ?? createLogger()).child({ system: "ingest" });
+  const credentials: CredentialIndex = indexCredentials(config);
+  const validator = new EventValidator(config);
+  const limiter = new RateLimiter(now);
+  const ingest = new IngestSystem({ store, validator, metrics, logger, maxPayloadBytes: config.maxPayloadBytes });
+
+  // Raw bytes for every content type (this context only): we verify, then parse.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => done(null, body));
+
+  app.setErrorHandler((err, request, reply) => {
+    const producerRoute = request.method === "POST";
+    const apiError = toApiError(err, producerRoute);
+    if (apiError.statusCode >= 500) {
+      logger.error({ err, url: request.url, method: request.method }, "ingest request failed");
+    }
+    if (apiError.code === "unauthorized" || apiError.code === "payload_too_large") {
+      if (producerRoute) metrics.eventsRejected.inc({ reason: apiError.code });
+      // the claimed producer is no secret; the credential headers are never logged
+      logger.debug({ code: apiError.code, claimed: request.headers["rendezvous-producer"] }, "request refused");
+    }
+    const retryAfter = apiError.details.retryAfter;
+    if (typeof retryAfter === "number") void reply.header("retry-after", String(retryAfter));
+    return reply.code(apiError.statusCode).send(apiError.toJSON());
+  });
+
+  function authenticate(request: FastifyRequest): ProducerIdentity {
+    return authenticateProducer(credentials, request.headers, rawBody(request), now());
+  }
+
+  function limit(producer: ProducerIdentity, count: number): void {
+    if (producer.rateLimitPerSec === undefined) return;
+    const taken = limiter.take(`${producer.tenant}/${producer.producer}`, producer.rateLimitPerSec, count);
+    if (!taken.ok) {
+      metrics.eventsRejected.inc({ reason: "rate_limited" }, count);
+      throw new RendezvousError("rate_limited", undefined, { retryAfter: taken.retryAfterSec });
+    }
+  }
+
+  app.post("/v1/events", { bodyLimit: config.maxPayloadBytes }, async (request, reply) => {
+    const producer = authenticate(request);
+    const body = parseJsonBody(rawBody(request));
+    limit(producer, 1);
+    return single(reply, await ingest.single(producer, body));
+  });
+
+  app.post("/v1/events/batch", { bodyLimit: config.maxPayloadBytes * MAX_BATCH }, async (request, reply) => {
+    const producer = authenticate(request);
+    const body = parseJsonBody(rawBody(request));
+    const events = (body as { events?: unknown } | null)?.events;
+    limit(producer, Array.isArray(events) ? Math.min(Math.max(events.length, 1), MAX_BATCH) : 1);
+    const outcomes = await ingest.batch(producer, body);
+    return reply.code(200).send({ results: outcomes.map(batchResult) });
+  });
+
+  app.get<{ Params: { producer: string; eventId: string }; Querystring: { tenant?: unknown } }>(
+    "/v1/events/:producer/:eventId",
+    async (request, reply) => {
+      const identity = authenticateHost(credentials, request.headers);
+      const tenant = readTenant(identity, request.query.tenant);
+      const { producer, eventId } = request.params;
+      if (!Name.safeParse(producer).success || eventId.length < 1 || eventId.length > 200) {
+        throw new RendezvousError("not_found");
+      }
+      const event = await store.getEvent(tenant, producer, eventId);
+      if (!event) throw new RendezvousError("not_found");
+      return reply.code(200).send({ event });
+    },
+  );
+};

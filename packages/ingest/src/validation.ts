@@ -1,0 +1,159 @@
+/**
+ * Event validation, before anything is written: the raw body is strict UTF-8 JSON
+ * without prototype-poisoning keys, the envelope is core's zod `EventInput`, the
+ * type is one the producer may send, and the payload satisfies its type's JSON
+ * Schema (compiled once with ajv). Every refusal is a RendezvousError whose
+ * `issues` (`{path, message}`) say what to change.
+ */
+import { type Config, CorrelationId, EventInput, EventType, RendezvousError } from "@rendezvous/core";
+import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
+import addFormatsModule from "ajv-formats";
+import sjson from "secure-json-parse";
+import type { ProducerIdentity } from "./auth.js";
+
+/** A place in the event and what is wrong there. */
+export interface Issue {
+  path: Array<string | number>;
+  message: string;
+}
+
+/** Most issues reported for one event. */
+const MAX_ISSUES = 20;
+
+/** An event that failed validation, with what could be read of it (for the rejection record). */
+export interface Refused {
+  error: RendezvousError;
+  /** type and correlation id when both are valid (the event can be placed under its match key) */
+  matchKey: { eventType: string; correlationId: string } | null;
+  eventId: string | undefined;
+}
+
+export type Checked = { ok: true; event: EventInput } | ({ ok: false } & Refused);
+
+export function invalidEvent(message: string, issues: Issue[]): RendezvousError {
+  return new RendezvousError("invalid_event", message, { issues: issues.slice(0, MAX_ISSUES) });
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
+
+/**
+ * Parses a raw body as JSON.
+ * @throws RendezvousError `invalid_event` (not UTF-8, not JSON, `__proto__`/`constructor.prototype` keys)
+ */
+export function parseJsonBody(raw: Buffer): unknown {
+  let text: string;
+  try {
+    text = utf8.decode(raw);
+  } catch {
+    throw invalidEvent("body is not valid UTF-8", [{ path: [], message: "body is not valid UTF-8" }]);
+  }
+  try {
+    return sjson.parse(text, undefined, { protoAction: "error", constructorAction: "error" });
+  } catch (err) {
+    const message = err instanceof SyntaxError ? err.message : "forbidden key __proto__ or constructor.prototype";
+    throw invalidEvent("body is not valid JSON", [{ path: [], message }]);
+  }
+}
+
+function zodPath(path: readonly PropertyKey[]): Array<string | number> {
+  return path.map((p) => (typeof p === "number" ? p : String(p)));
+}
+
+function ajvIssue(e: ErrorObject): Issue {
+  const path: Array<string | number> = ["payload"];
+  for (const part of e.instancePath.split("/").slice(1)) {
+    const decoded = part.replace(/~1/g, "/").replace(/~0/g, "~");
+    path.push(/^\d+$/.test(decoded) ? Number(decoded) : decoded);
+  }
+  const params = e.params as Record<string, unknown>;
+  if (e.keyword === "required" && typeof params.missingProperty === "string") path.push(params.missingProperty);
+  if (e.keyword === "additionalProperties" && typeof params.additionalProperty === "string") {
+    return { path: [...path, params.additionalProperty], message: "is not allowed" };
+  }
+  return { path, message: e.message ?? `fails ${e.keyword}` };
+}
+
+/** Type and correlation id of a refused event when both are valid (it can be placed). */
+export function readableMatchKey(raw: unknown): Refused["matchKey"] {
+  if (typeof raw !== "object" || raw === null) return null;
+  const { type, correlationId } = raw as Record<string, unknown>;
+  if (!EventType.safeParse(type).success || !CorrelationId.safeParse(correlationId).success) return null;
+  return { eventType: type as string, correlationId: correlationId as string };
+}
+
+/** The id of a refused event when it is a valid id. */
+export function readableId(raw: unknown): string | undefined {
+  if (typeof raw !== "object" || raw === null) return undefined;
+  const { id } = raw as Record<string, unknown>;
+  return typeof id === "string" && id.length > 0 && id.length <= 200 ? id : undefined;
+}
+
+// ajv-formats is CommonJS with a default export; under NodeNext it arrives as the module object.
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as unknown as (
+  ajv: Ajv,
+) => Ajv;
+
+/** Checks events against the envelope, the producer's types and the payload schemas. */
+export class EventValidator {
+  readonly #schemas = new Map<string, ValidateFunction>();
+
+  /**
+   * Compiles every payload schema of the config once.
+   * @throws RendezvousError `invalid_config` naming the type whose schema does not compile
+   */
+  constructor(config: Pick<Config, "eventTypes">) {
+    // No coercion, no defaults, no removal: the stored payload is the one sent.
+    const ajv = new Ajv({ allErrors: true, strict: false, coerceTypes: false, useDefaults: false });
+    addFormats(ajv);
+    for (const [type, t] of Object.entries(config.eventTypes)) {
+      if (!t.payloadSchema) continue;
+      try {
+        this.#schemas.set(type, ajv.compile(t.payloadSchema));
+      } catch (err) {
+        throw new RendezvousError(
+          "invalid_config",
+          `invalid config: eventTypes.${type}.payloadSchema: ${(err as Error).message}`,
+        );
+      }
+    }
+  }
+
+  /** Validates one parsed event for a producer. */
+  check(raw: unknown, producer: ProducerIdentity): Checked {
+    const parsed = EventInput.safeParse(raw);
+    if (!parsed.success) {
+      const issues = parsed.error.issues.map((i) => ({
+        path: zodPath(i.path),
+        message: i.message.replace("expected record", "expected object"),
+      }));
+      return {
+        ok: false,
+        error: invalidEvent("event breaks the envelope", issues),
+        matchKey: readableMatchKey(raw),
+        eventId: readableId(raw),
+      };
+    }
+    const event = parsed.data;
+    const matchKey = { eventType: event.type, correlationId: event.correlationId };
+    if (!producer.allows(event.type)) {
+      return {
+        ok: false,
+        error: new RendezvousError("forbidden_event_type", undefined, { type: event.type }),
+        matchKey,
+        eventId: event.id,
+      };
+    }
+    const validate = this.#schemas.get(event.type);
+    // An absent payload is checked as {}: a schema's required fields still apply.
+    if (validate && !validate(event.payload ?? {})) {
+      const issues = (validate.errors ?? []).map(ajvIssue);
+      return {
+        ok: false,
+        error: invalidEvent(`payload breaks the schema of ${event.type}`, issues),
+        matchKey,
+        eventId: event.id,
+      };
+    }
+    return { ok: true, event };
+  }
+}
