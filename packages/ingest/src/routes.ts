@@ -119,12 +119,14 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
     return reply.code(200).send({ results: outcomes.map(batchResult) });
   });
 
-  app.get<{ Params: { producer: string; eventId: string }; Querystring: { tenant?: unknown } }>(
-    "/v1/events/:producer/:eventId",
+  // The id is a wildcard: a parametric segment is capped by the server's maxParamLength
+  // (100 by default), and an id may be 200 characters, more once URL-encoded.
+  app.get<{ Params: { producer: string; "*": string }; Querystring: { tenant?: unknown } }>(
+    "/v1/events/:producer/*",
     async (request, reply) => {
       const identity = authenticateHost(credentials, request.headers);
       const tenant = readTenant(identity, request.query.tenant);
-      const { producer, eventId } = request.params;
+      const { producer, "*": eventId } = request.params;
       if (!Name.safeParse(producer).success || eventId.length < 1 || eventId.length > 200) {
         throw new RendezvousError("not_found");
       }
