@@ -1,0 +1,45 @@
+/**
+ * The worker roles of one process: any of matcher, scheduler, dispatcher (and the
+ * API, mounted by the HTTP app). Stopping drains: stop reading, finish in-flight
+ * work, hand back what is not done (it stays pending for another process).
+ */
+import type { Resources } from "@rendezvous/core";
+import { Dispatcher, Matcher } from "@rendezvous/matcher";
+import { Scheduler } from "@rendezvous/scheduler";
+
+export const WORKER_ROLES = ["matcher", "scheduler", "dispatcher"] as const;
+export type WorkerRole = (typeof WORKER_ROLES)[number];
+
+export interface RunningRoles {
+  readonly names: WorkerRole[];
+  readonly matcher?: Matcher;
+  readonly scheduler?: Scheduler;
+  readonly dispatcher?: Dispatcher;
+  /** every started role is still running */
+  running(): boolean;
+  stop(): Promise<void>;
+}
+
+export async function startRoles(res: Resources, names: readonly WorkerRole[]): Promise<RunningRoles> {
+  const matcher = names.includes("matcher") ? new Matcher(res) : undefined;
+  const scheduler = names.includes("scheduler") ? new Scheduler(res) : undefined;
+  const dispatcher = names.includes("dispatcher") ? new Dispatcher(res) : undefined;
+  let stopped = false;
+  await scheduler?.start();
+  await dispatcher?.start();
+  await matcher?.start();
+  return {
+    names: [...names],
+    matcher,
+    scheduler,
+    dispatcher,
+    running: () => !stopped && (matcher?.loop.running ?? true) && (dispatcher?.loop.running ?? true),
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      // matcher first: what it resolves still reaches the outbox and the dispatcher
+      await matcher?.stop();
+      await Promise.all([scheduler?.stop(), dispatcher?.stop()]);
+    },
+  };
+}
