@@ -179,3 +179,32 @@ describe("SIGTERM", () => {
     expect(started.output()).toContain('"msg":"stopped"');
   });
 });
+
+describe("backlog (real processes)", () => {
+  it("matcher stopped, event accepted before the deadline, deadline passes, matcher starts: the event wins", async () => {
+    const { res, role } = setup();
+    const scheduler = role("scheduler");
+    await scheduler.waitFor(/listening on/);
+    const { wait } = await res.store.register("acme", {
+      runId: "run-b",
+      position: "p",
+      eventType: "job.done",
+      correlationId: "j-b",
+      timeoutMs: 400,
+    });
+    const [accepted] = await res.store.ingest("acme", "svc", [{ id: "e-b", type: "job.done", correlationId: "j-b" }]);
+    expect(accepted?.status).toBe("accepted");
+    await new Promise((r) => setTimeout(r, 1500)); // the deadline passes with the scheduler running
+    expect((await res.store.getWait("acme", wait.id))?.state).toBe("waiting");
+    const matcher = role("matcher");
+    const resolved = await until(async () => {
+      const w = await res.store.getWait("acme", wait.id);
+      return w?.state !== "waiting" ? w : undefined;
+    });
+    expect(resolved.state).toBe("resolved");
+    expect(resolved.resolution?.event?.id).toBe("e-b");
+    expect(resolved.history.filter((h) => h.what === "resolved")).toHaveLength(1);
+    expect((await matcher.terminate()).code).toBe(0);
+    expect((await scheduler.terminate()).code).toBe(0);
+  });
+});
