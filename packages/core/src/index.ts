@@ -13,6 +13,20 @@ export { canonicalJson, decodeParts, digest, encodeParts, fnv1a32 } from "./enco
 export { type ErrorCode, errorCatalogue, isRendezvousError, RendezvousError } from "./errors.js";
 export { FAILPOINTS, type FailpointName, failpoint, parseFailpoints } from "./failpoints.js";
 export { luaScripts, type ScriptName } from "./generated/lua.js";
+export {
+  type Explanation,
+  ensurePartitionCount,
+  explainWait,
+  listWaits,
+  type NearMiss,
+  nearMisses,
+  type PartitionBacklog,
+  partitionBacklog,
+  storedPartitionCount,
+  type Verdict,
+  type WaitFilter,
+  type WaitPage,
+} from "./inspect.js";
 export { DISPATCHER_GROUP, KeyLayout, MATCHER_GROUP, type PartitionKeys } from "./keys.js";
 export { createLogger, type Logger, REDACT_PATHS } from "./logger.js";
 export { createMetrics, type Metrics } from "./metrics.js";

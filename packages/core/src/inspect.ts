@@ -1,0 +1,323 @@
+/**
+ * Read-only views over the partitions: listing waits through the indexes (never the
+ * keyspace), the evidence `explain` needs, backlog per partition, and the stored
+ * partition count. Nothing here changes state.
+ */
+import { decodeParts, encodeParts } from "./encoding.js";
+import { RendezvousError } from "./errors.js";
+import { MATCHER_GROUP } from "./keys.js";
+import { iso } from "./records.js";
+import type { Wait, WaitState } from "./schemas.js";
+import type { Rejection, Store } from "./store.js";
+
+export interface WaitFilter {
+  runId?: string;
+  state?: WaitState;
+  eventType?: string;
+  correlationId?: string;
+}
+
+export interface WaitPage {
+  waits: Wait[];
+  nextCursor: string | null;
+}
+
+/** One index range to walk: a lex zset and the prefix of its members. */
+interface Source {
+  key: string;
+  prefix: string;
+  /** encoded parts before the wait id in each member */
+  parts: number;
+}
+
+interface Cursor {
+  s: number;
+  m: string;
+}
+
+function encodeCursor(c: Cursor): string {
+  return Buffer.from(JSON.stringify(c)).toString("base64url");
+}
+
+function decodeCursor(raw: string | undefined): Cursor {
+  if (!raw) return { s: 0, m: "" };
+  try {
+    const c = JSON.parse(Buffer.from(raw, "base64url").toString()) as Cursor;
+    if (Number.isInteger(c.s) && c.s >= 0 && typeof c.m === "string") return c;
+  } catch {
+    // fall through
+  }
+  throw new RendezvousError("invalid_request", "invalid cursor", {
+    issues: [{ path: ["cursor"], message: "invalid" }],
+  });
+}
+
+function skipParts(member: string, parts: number): string {
+  const buf = Buffer.from(member);
+  let pos = 0;
+  for (let i = 0; i < parts; i++) {
+    const colon = buf.indexOf(0x3a, pos);
+    pos = colon + 1 + Number(buf.subarray(pos, colon).toString());
+  }
+  return buf.subarray(pos).toString();
+}
+
+/** The waits of a tenant matching a filter, a page at a time, through the indexes. */
+export async function listWaits(
+  store: Store,
+  tenant: string,
+  filter: WaitFilter,
+  opts: { limit: number; cursor?: string },
+): Promise<WaitPage> {
+  const k = store.keys;
+  const sources: Source[] = [];
+  if (filter.runId !== undefined) {
+    const p = k.partition(k.runPartition(tenant, filter.runId));
+    sources.push({ key: p.runs, prefix: encodeParts(tenant, filter.runId), parts: 3 });
+  } else {
+    const prefix =
+      filter.eventType === undefined
+        ? encodeParts(tenant)
+        : filter.correlationId === undefined
+          ? encodeParts(tenant, filter.eventType)
+          : encodeParts(tenant, filter.eventType, filter.correlationId);
+    const partitions =
+      filter.eventType !== undefined && filter.correlationId !== undefined
+        ? [k.matchPartition(tenant, filter.eventType, filter.correlationId)]
+        : k.allPartitions();
+    for (const p of partitions) {
+      const keys = k.partition(p);
+      if (filter.state === undefined || filter.state === "waiting")
+        sources.push({ key: keys.waiting, prefix, parts: 3 });
+      if (filter.state !== "waiting") sources.push({ key: keys.done, prefix, parts: 3 });
+    }
+  }
+  const cursor = decodeCursor(opts.cursor);
+  const waits: Wait[] = [];
+  let s = cursor.s;
+  let after = cursor.m;
+  const batch = Math.max(opts.limit, 50);
+  while (s < sources.length && waits.length < opts.limit) {
+    const src = sources[s] as Source;
+    const from = after ? `(${after}` : `[${src.prefix}`;
+    const members = await store.redis.zrangebylex(src.key, from, `(${src.prefix}\xff`, "LIMIT", 0, batch);
+    if (members.length === 0) {
+      s++;
+      after = "";
+      continue;
+    }
+    const ids = members.map((m) => {
+      const rest = skipParts(m, src.parts);
+      return src.key.endsWith(":r") ? (rest.split("|")[0] as string) : rest;
+    });
+    const found = await store.getWaits(ids);
+    for (let i = 0; i < members.length; i++) {
+      after = members[i] as string;
+      const w = found[i];
+      if (!w || w.tenant !== tenant) continue;
+      if (filter.state !== undefined && w.state !== filter.state) continue;
+      if (filter.eventType !== undefined && w.eventType !== filter.eventType) continue;
+      if (filter.correlationId !== undefined && w.correlationId !== filter.correlationId) continue;
+      waits.push(w);
+      if (waits.length >= opts.limit) break;
+    }
+    if (waits.length < opts.limit && members.length < batch) {
+      s++;
+      after = "";
+    }
+  }
+  const more = s < sources.length;
+  return { waits, nextCursor: more ? encodeCursor({ s, m: after }) : null };
+}
+
+/** Unprocessed events of a partition's stream. */
+export interface PartitionBacklog {
+  partition: number;
+  /** entries not yet delivered to any matcher */
+  undelivered: number;
+  /** entries delivered, not yet acknowledged */
+  pending: number;
+  /** accepted time of the oldest unprocessed entry, or null */
+  oldestUnprocessedAt: string | null;
+  /** its age in ms (Redis clock), or null */
+  oldestUnprocessedAgeMs: number | null;
+}
+
+/** Backlog of the given partitions: two pipelined round trips for all. */
+export async function partitionBacklog(store: Store, partitions: number[]): Promise<PartitionBacklog[]> {
+  const keys = partitions.map((p) => store.keys.partition(p).stream);
+  const first = store.redis.pipeline();
+  first.time();
+  for (const key of keys) {
+    first.xinfo("GROUPS", key);
+    first.xpending(key, MATCHER_GROUP);
+  }
+  const r1 = (await first.exec()) ?? [];
+  const [sec, usec] = (r1[0]?.[1] ?? ["0", "0"]) as [string, string];
+  const now = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
+  const state = keys.map((key, i) => {
+    const [, info] = r1[1 + 2 * i] ?? [null, null];
+    const [, pend] = r1[2 + 2 * i] ?? [null, null];
+    const group = Array.isArray(info)
+      ? (info as unknown[][]).find((g) => g[g.indexOf("name") + 1] === MATCHER_GROUP)
+      : undefined;
+    const lastDelivered = group ? String(group[group.indexOf("last-delivered-id") + 1]) : "0-0";
+    const lag = group ? group[group.indexOf("lag") + 1] : null;
+    const [count, minPending] = Array.isArray(pend) ? (pend as [number, string | null]) : [0, null];
+    return { key, lastDelivered, lag: typeof lag === "number" ? lag : null, pending: count, minPending };
+  });
+  // the first entry not yet delivered to any matcher, per partition
+  const second = store.redis.pipeline();
+  for (const st of state) second.xrange(st.key, `(${st.lastDelivered}`, "+", "COUNT", 1);
+  const r2 = (await second.exec()) ?? [];
+  return partitions.map((partition, i) => {
+    const st = state[i] as (typeof state)[number];
+    const [, next] = r2[i] ?? [null, null];
+    const firstUndelivered = Array.isArray(next) && next.length > 0 ? String((next[0] as [string])[0]) : null;
+    const undelivered = st.lag ?? (firstUndelivered ? -1 : 0);
+    const candidates = [st.minPending, firstUndelivered].filter((x): x is string => typeof x === "string" && x !== "");
+    const oldestMs = candidates.length ? Math.min(...candidates.map((id) => Number(id.split("-")[0]))) : null;
+    return {
+      partition,
+      undelivered,
+      pending: st.pending,
+      oldestUnprocessedAt: oldestMs === null ? null : iso(oldestMs),
+      oldestUnprocessedAgeMs: oldestMs === null ? null : Math.max(0, now - oldestMs),
+    };
+  });
+}
+
+/** A buffered event that nearly matched a wait. */
+export interface NearMiss {
+  producer: string;
+  id: string;
+  type: string;
+  correlationId: string;
+  acceptedAt: string;
+  /** what differs from the wait's match key */
+  differs: "correlationId" | "type";
+}
+
+/**
+ * Buffered (unmatched) events of the tenant with the wait's type but another
+ * correlation id, or its correlation id with another type. Bounded: at most
+ * `perPartition` inbox members per partition are read.
+ */
+export async function nearMisses(
+  store: Store,
+  tenant: string,
+  eventType: string,
+  correlationId: string,
+  perPartition = 200,
+): Promise<NearMiss[]> {
+  const prefix = encodeParts(tenant);
+  const pipeline = store.redis.pipeline();
+  for (const p of store.keys.allPartitions()) {
+    pipeline.zrangebylex(store.keys.partition(p).inbox, `[${prefix}`, `(${prefix}\xff`, "LIMIT", 0, perPartition);
+  }
+  const results = (await pipeline.exec()) ?? [];
+  const misses: NearMiss[] = [];
+  for (const [err, members] of results) {
+    if (err) throw err;
+    for (const member of members as string[]) {
+      const [, type = "", corr = ""] = decodeParts(member, 3);
+      const sameType = type === eventType;
+      const sameCorr = corr === correlationId;
+      if (sameType === sameCorr) continue; // an exact match is not a miss; unrelated is not near
+      const rest = skipParts(member, 3);
+      const streamId = rest.slice(0, 26);
+      const [, producer = "", id = ""] = decodeParts(rest.slice(26), 3);
+      const ms = Number(streamId.split("-")[0]);
+      misses.push({
+        producer,
+        id,
+        type,
+        correlationId: corr,
+        acceptedAt: iso(ms),
+        differs: sameType ? "correlationId" : "type",
+      });
+    }
+  }
+  return misses.sort((a, b) => (a.acceptedAt < b.acceptedAt ? 1 : -1)).slice(0, 20);
+}
+
+export type Verdict =
+  | "resolved"
+  | "timed_out"
+  | "cancelled"
+  | "backlog"
+  | "correlation_mismatch"
+  | "rejected_signal"
+  | "no_signal";
+
+export interface Explanation {
+  state: WaitState;
+  verdict: Verdict;
+  details: Record<string, unknown>;
+}
+
+/**
+ * Why a wait is where it is (API.md, explain). For a pending wait: `backlog` when
+ * its partition holds unprocessed events older than the threshold (takes
+ * precedence), else `rejected_signal` when an event of its match key was refused,
+ * else `correlation_mismatch` when near-miss events are buffered, else `no_signal`.
+ */
+export async function explainWait(
+  store: Store,
+  wait: Wait,
+  opts: { backlogThresholdMs: number },
+): Promise<Explanation> {
+  if (wait.state !== "waiting") {
+    return {
+      state: wait.state,
+      verdict: wait.state,
+      details: { resolution: wait.resolution, consumption: wait.consumption, lateEvents: wait.lateEvents },
+    };
+  }
+  const partition = store.keys.waitPartition(wait.id) as number;
+  const [[backlog], rejections, misses] = await Promise.all([
+    partitionBacklog(store, [partition]),
+    store.rejections(wait.tenant, wait.eventType, wait.correlationId),
+    nearMisses(store, wait.tenant, wait.eventType, wait.correlationId),
+  ]);
+  const b = backlog as PartitionBacklog;
+  // refusals are evidence whenever they happened: an event refused before the wait existed is still the signal
+  const relevantRejections: Rejection[] = rejections;
+  const base = {
+    expects: { eventType: wait.eventType, correlationId: wait.correlationId, since: wait.since },
+    deadline: wait.deadline,
+    backlog: b,
+    rejections: relevantRejections,
+    nearMisses: misses,
+  };
+  if ((b.oldestUnprocessedAgeMs ?? 0) > opts.backlogThresholdMs) {
+    return { state: "waiting", verdict: "backlog", details: base };
+  }
+  if (relevantRejections.length > 0) return { state: "waiting", verdict: "rejected_signal", details: base };
+  if (misses.length > 0) return { state: "waiting", verdict: "correlation_mismatch", details: base };
+  return { state: "waiting", verdict: "no_signal", details: base };
+}
+
+/**
+ * Stores the partition count on first start; refuses a process configured with
+ * another one (a silent change would re-route every match key).
+ * @throws RendezvousError invalid_config
+ */
+export async function ensurePartitionCount(store: Store): Promise<void> {
+  const key = store.keys.metaKey;
+  await store.redis.hsetnx(key, "partitions", String(store.keys.partitions));
+  const stored = Number(await store.redis.hget(key, "partitions"));
+  if (stored !== store.keys.partitions) {
+    throw new RendezvousError(
+      "invalid_config",
+      `partitions: this deployment (prefix ${store.keys.prefix}) was created with ${stored} partitions; the config says ${store.keys.partitions}. Keep ${stored}: changing it re-routes every match key.`,
+      { stored, configured: store.keys.partitions },
+    );
+  }
+}
+
+/** The stored partition count, or null before the first start. */
+export async function storedPartitionCount(store: Store): Promise<number | null> {
+  const raw = await store.redis.hget(store.keys.metaKey, "partitions");
+  return raw === null ? null : Number(raw);
+}
