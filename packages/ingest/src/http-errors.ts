@@ -4,6 +4,7 @@
  * `unavailable`, anything else to a bare `internal` (never the original message).
  */
 import { isRendezvousError, RendezvousError } from "@rendezvous/core";
+import type { FastifyReply, FastifyRequest } from "fastify";
 
 /** ioredis / socket failures meaning "Redis is not reachable now". */
 const UNAVAILABLE_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EHOSTUNREACH"]);
@@ -45,4 +46,15 @@ export function toApiError(err: unknown, producerBody = true): RendezvousError {
     }
   }
   return new RendezvousError("internal");
+}
+
+/**
+ * For the server's `Fastify({ frameworkErrors })`: errors raised before any route
+ * runs (a malformed percent-encoding in the URL) in the API error shape. A URL that
+ * cannot be decoded names no resource: `404 not_found`, like any malformed id.
+ */
+export function frameworkErrors(error: Error, _request: FastifyRequest, reply: FastifyReply): void {
+  const code = (error as { code?: unknown }).code;
+  const apiError = code === "FST_ERR_BAD_URL" ? new RendezvousError("not_found") : toApiError(error, false);
+  void reply.code(apiError.statusCode).send(apiError.toJSON());
 }

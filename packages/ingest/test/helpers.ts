@@ -12,7 +12,7 @@ import {
 } from "@rendezvous/core";
 import { redisUrl, trackOpen, uniquePrefix } from "@rendezvous/testkit";
 import Fastify, { type FastifyInstance, type LightMyRequestResponse } from "fastify";
-import { ingestRoutes } from "../src/index.js";
+import { frameworkErrors, ingestRoutes } from "../src/index.js";
 
 export const MAX_BYTES = 2048;
 
@@ -69,7 +69,7 @@ export async function makeApp(
   const config = parseConfig({ ...CONFIG, ...overrides });
   const store = new Store({ redis, prefix, config });
   const metrics = createMetrics();
-  const app = Fastify({ logger: false });
+  const app = Fastify({ logger: false, frameworkErrors });
   await app.register(ingestRoutes, {
     store,
     config,
@@ -102,7 +102,12 @@ export interface SendOptions {
 }
 
 /** POSTs a raw body to a producer route with the given credential. */
-export function send(h: Harness, url: string, body: unknown, opts: SendOptions = {}): Promise<LightMyRequestResponse> {
+export function send(
+  h: { app: Pick<FastifyInstance, "inject"> },
+  url: string,
+  body: unknown,
+  opts: SendOptions = {},
+): Promise<LightMyRequestResponse> {
   const payload = typeof body === "string" ? body : JSON.stringify(body);
   const headers: Record<string, string> = { "content-type": "application/json" };
   const producer = opts.producer === undefined ? "acme/billing" : opts.producer;
@@ -113,8 +118,9 @@ export function send(h: Harness, url: string, body: unknown, opts: SendOptions =
   return h.app.inject({ method: "POST", url, payload, headers: { ...headers, ...opts.headers } });
 }
 
-export const publish = (h: Harness, body: unknown, opts?: SendOptions) => send(h, "/v1/events", body, opts);
-export const publishBatch = (h: Harness, events: unknown[], opts?: SendOptions) =>
+export const publish = (h: { app: Pick<FastifyInstance, "inject"> }, body: unknown, opts?: SendOptions) =>
+  send(h, "/v1/events", body, opts);
+export const publishBatch = (h: { app: Pick<FastifyInstance, "inject"> }, events: unknown[], opts?: SendOptions) =>
   send(h, "/v1/events/batch", { events }, opts);
 
 export function ev(id: string, extra: Record<string, unknown> = {}): Record<string, unknown> {

@@ -54,6 +54,8 @@ describe("GET /v1/events/{producer}/{eventId}", () => {
       [`/v1/events/billing/${"x".repeat(201)}`, "hk_acme"],
       ["/v1/events/bad%20producer/e1", "hk_acme"],
       ["/v1/events/billing/e1?tenant=globex", "hk_acme"], // a host cannot name another tenant
+      ["/v1/events/billing/%E0%A4%A", "hk_acme"], // not decodable (the server's frameworkErrors)
+      ["/v1/events/bi%ZZ/e1", "hk_acme"],
     ] as const) {
       const res = await read(h, url, token);
       expect(res.statusCode, url).toBe(404);
