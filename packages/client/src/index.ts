@@ -1,1 +1,17 @@
-export {};
+export {
+  type ApiErrorBody,
+  type ApiIssue,
+  isRetryableStatus,
+  RendezvousApiError,
+  RendezvousNetworkError,
+} from "./errors.js";
+export {
+  type BatchResult,
+  MAX_BATCH,
+  ProducerClient,
+  type ProducerClientOptions,
+  type ProducerCredential,
+  type PublishResult,
+} from "./producer.js";
+export { type Attempt, backoff, type RetryOptions, withRetry } from "./retry.js";
+export { signatureHeader } from "./signing.js";

@@ -1,0 +1,324 @@
+/**
+ * Ingest throughput (not a test). `npm run bench:ingest [-- --quick] [-- --seconds N]`
+ *
+ * - starts its own redis-server (free loopback port, AOF everysec; never 6379);
+ * - starts the API in this process: fastify + ingestRoutes on a free loopback port;
+ * - the raw ceiling: pipelined XADD (1,000 per round trip) from one ioredis client,
+ *   each entry carrying the same bytes as one event body;
+ * - producer load from a child process (so the client's CPU is not the API's):
+ *   single-event requests (64 in flight; bearer key, and signed) and batches of 100
+ *   and 500 events; every event id is new, so every event is accepted (appended);
+ * - prints events/s per scenario and its ratio to raw XADD.
+ *
+ * Results are written down in docs/ingest.md.
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { createHmac } from "node:crypto";
+import { Agent, request } from "node:http";
+import { cpus } from "node:os";
+import { fileURLToPath } from "node:url";
+
+const SOURCE_CONDITION = "--conditions=@rendezvous/source";
+const self = fileURLToPath(import.meta.url);
+const argv = process.argv.slice(2);
+
+interface LoadSpec {
+  url: string;
+  mode: "single" | "batch";
+  batchSize: number;
+  inFlight: number;
+  warmupSec: number;
+  seconds: number;
+  auth: "key" | "signature";
+  runId: string;
+}
+
+interface LoadResult {
+  accepted: number;
+  requests: number;
+  failures: Record<string, number>;
+  seconds: number;
+  p50Ms: number;
+  p99Ms: number;
+}
+
+const KEY = "pk_bench";
+const SECRET = "whsec_bench";
+const NOTE = "n".repeat(120);
+
+/** One event body; the same shape (and about the same size) everywhere. */
+function eventJson(runId: string, n: number): string {
+  return `{"id":"${runId}-${n}","type":"bench.event","correlationId":"c-${n % 10_000}","payload":{"amount":${n},"note":"${NOTE}"}}`;
+}
+
+// ------------------------------------------------------------------ load child
+
+async function runLoad(spec: LoadSpec): Promise<LoadResult> {
+  const agent = new Agent({ keepAlive: true, maxSockets: spec.inFlight });
+  const target = new URL(spec.mode === "single" ? "/v1/events" : "/v1/events/batch", spec.url);
+  const latencies: number[] = [];
+  const failures: Record<string, number> = {};
+  let accepted = 0;
+  let requests = 0;
+  let counting = false;
+  let stop = false;
+  let seq = 0;
+
+  const body = (): string => {
+    if (spec.mode === "single") return eventJson(spec.runId, seq++);
+    const parts: string[] = [];
+    for (let i = 0; i < spec.batchSize; i++) parts.push(eventJson(spec.runId, seq++));
+    return `{"events":[${parts.join(",")}]}`;
+  };
+
+  const send = (payload: string) =>
+    new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const headers: Record<string, string | number> = {
+        "content-type": "application/json",
+        "content-length": Buffer.byteLength(payload),
+        "rendezvous-producer": "bench/loader",
+      };
+      if (spec.auth === "key") headers.authorization = `Bearer ${KEY}`;
+      else {
+        const t = Math.floor(Date.now() / 1000);
+        headers["rendezvous-signature"] =
+          `t=${t},v1=${createHmac("sha256", SECRET).update(`${t}.`).update(payload).digest("hex")}`;
+      }
+      const req = request(target, { method: "POST", agent, headers }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
+        res.on("error", reject);
+      });
+      req.on("error", reject);
+      req.end(payload);
+    });
+
+  const lane = async () => {
+    while (!stop) {
+      const payload = body();
+      const t0 = performance.now();
+      const { status, text } = await send(payload);
+      const counted = counting;
+      if (!counted) continue;
+      latencies.push(performance.now() - t0);
+      requests++;
+      if (spec.mode === "single") {
+        if (status === 202) accepted++;
+        else failures[String(status)] = (failures[String(status)] ?? 0) + 1;
+      } else if (status === 200) {
+        const n = text.split('"status":"accepted"').length - 1;
+        accepted += n;
+        if (n !== spec.batchSize) failures.rejected = (failures.rejected ?? 0) + spec.batchSize - n;
+      } else failures[String(status)] = (failures[String(status)] ?? 0) + 1;
+    }
+  };
+
+  const lanes = Array.from({ length: spec.inFlight }, lane);
+  await new Promise((r) => setTimeout(r, spec.warmupSec * 1000));
+  counting = true;
+  const t0 = performance.now();
+  await new Promise((r) => setTimeout(r, spec.seconds * 1000));
+  counting = false;
+  const seconds = (performance.now() - t0) / 1000;
+  stop = true;
+  await Promise.all(lanes);
+  agent.destroy();
+  latencies.sort((a, b) => a - b);
+  const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? Number.NaN;
+  return { accepted, requests, failures, seconds, p50Ms: at(0.5), p99Ms: at(0.99) };
+}
+
+// ------------------------------------------------------------------ main
+
+async function main(): Promise<void> {
+  const quick = argv.includes("--quick");
+  const secondsArg = argv.indexOf("--seconds");
+  const seconds = secondsArg >= 0 ? Number(argv[secondsArg + 1]) : quick ? 1 : 4;
+  const warmupSec = quick ? 0.3 : 1;
+
+  // Workspace packages come from their sources (this process runs with the source condition).
+  const { createRedis, parseConfig, Store } = await import("@rendezvous/core");
+  const { ingestRoutes, frameworkErrors } = await import("@rendezvous/ingest");
+  const startRedisServer = await loadStartRedis();
+  const { default: Fastify } = await import("fastify");
+  const { createLogger } = await import("@rendezvous/core");
+
+  const log = (m: string) => process.stderr.write(`[bench:ingest] ${m}\n`);
+  const server = await startRedisServer({ aof: true, fsync: "everysec" });
+  const watchdog = setTimeout(
+    () => {
+      log("watchdog: over time, stopping");
+      process.kill(server.pid, "SIGKILL");
+      process.exit(2);
+    },
+    (quick ? 60 : 180) * 1000,
+  );
+  watchdog.unref();
+  log(`redis-server pid ${server.pid} on ${server.url} (AOF everysec)`);
+
+  const redis = createRedis(server.url, { name: "bench:api" });
+  const config = parseConfig({
+    partitions: 16,
+    maxPayloadBytes: 65_536,
+    tenants: { bench: { producers: { loader: { keys: [KEY], secrets: [SECRET], eventTypes: ["bench.*"] } } } },
+    eventTypes: {
+      "bench.event": {
+        payloadSchema: {
+          type: "object",
+          required: ["amount"],
+          properties: { amount: { type: "number" }, note: { type: "string" } },
+        },
+      },
+    },
+  });
+  const store = new Store({ redis, prefix: "bench", config });
+  const app = Fastify({ logger: false, frameworkErrors });
+  await app.register(ingestRoutes, { store, config, logger: createLogger({ level: "warn" }) });
+  const url = await app.listen({ host: "127.0.0.1", port: 0 });
+  log(`API on ${url}`);
+
+  const rows: Array<{ name: string; rate: number; detail: string }> = [];
+  try {
+    // ---- raw ceiling: pipelined XADD of entries the size of one event
+    const raw = createRedis(server.url, { name: "bench:raw" });
+    const entry = eventJson("raw", 123_456);
+    const keys = Array.from({ length: 16 }, (_, p) => `{raw:p${p}}:s`);
+    let appended = 0;
+    const rawEnd = performance.now() + (warmupSec + seconds) * 1000;
+    const rawStart = performance.now() + warmupSec * 1000;
+    let counted = 0;
+    let countedFrom = 0;
+    while (performance.now() < rawEnd) {
+      const pipeline = raw.pipeline();
+      for (let i = 0; i < 1000; i++) pipeline.xadd(keys[i % 16] as string, "*", "e", entry);
+      await pipeline.exec();
+      appended += 1000;
+      if (performance.now() >= rawStart) {
+        if (countedFrom === 0) countedFrom = performance.now();
+        else counted += 1000;
+      }
+    }
+    const rawRate = counted / ((performance.now() - countedFrom) / 1000);
+    await raw.del(...keys);
+    await raw.quit();
+    rows.push({ name: "raw XADD (pipelined, 1 client)", rate: rawRate, detail: `${appended} entries` });
+    log(`raw XADD: ${Math.round(rawRate)}/s`);
+
+    // ---- the Store alone (no HTTP, no validation): what the ingest routes sit on
+    {
+      const direct = { accepted: 0, countedFrom: 0 };
+      const directEnd = performance.now() + (warmupSec + seconds) * 1000;
+      const directStart = performance.now() + warmupSec * 1000;
+      for (let b = 0; performance.now() < directEnd; b++) {
+        const events = Array.from({ length: 500 }, (_, i) => JSON.parse(eventJson(`direct${b}`, i)));
+        const results = await store.ingest("bench", "loader", events);
+        if (performance.now() >= directStart) {
+          if (direct.countedFrom === 0) direct.countedFrom = performance.now();
+          else direct.accepted += results.filter((r) => r.status === "accepted").length;
+        }
+      }
+      const rate = direct.accepted / ((performance.now() - direct.countedFrom) / 1000);
+      rows.push({ name: "store.ingest direct, batch 500", rate, detail: "in process: no HTTP, auth or validation" });
+      log(`store.ingest direct: ${Math.round(rate)}/s`);
+    }
+
+    const scenarios: Array<{ name: string; spec: Omit<LoadSpec, "url" | "warmupSec" | "seconds" | "runId"> }> = [
+      { name: "single, key, 64 in flight", spec: { mode: "single", batchSize: 1, inFlight: 64, auth: "key" } },
+      { name: "single, signed, 64 in flight", spec: { mode: "single", batchSize: 1, inFlight: 64, auth: "signature" } },
+      { name: "batch 100, key, 8 in flight", spec: { mode: "batch", batchSize: 100, inFlight: 8, auth: "key" } },
+      {
+        name: "batch 500, signed, 4 in flight",
+        spec: { mode: "batch", batchSize: 500, inFlight: 4, auth: "signature" },
+      },
+    ];
+    for (const [i, s] of scenarios.entries()) {
+      const spec: LoadSpec = { ...s.spec, url, warmupSec, seconds, runId: `r${Date.now().toString(36)}${i}` };
+      const result = await loadInChild(spec);
+      const failures = Object.entries(result.failures)
+        .map(([k, v]) => `${k}×${v}`)
+        .join(" ");
+      rows.push({
+        name: s.name,
+        rate: result.accepted / result.seconds,
+        detail: `${Math.round(result.requests / result.seconds)} req/s, p50 ${result.p50Ms.toFixed(1)} ms, p99 ${result.p99Ms.toFixed(1)} ms${failures ? `, failed: ${failures}` : ""}`,
+      });
+      log(`${s.name}: ${Math.round(result.accepted / result.seconds)} events/s`);
+    }
+  } finally {
+    await app.close();
+    await redis.quit();
+    await server.stop();
+    clearTimeout(watchdog);
+  }
+
+  const ceiling = rows[0]?.rate ?? Number.NaN;
+  const cpu = cpus();
+  console.log(
+    `\ningest throughput — ${cpu.length} × ${cpu[0]?.model ?? "cpu"}, node ${process.version}, ${seconds} s per scenario` +
+      `${quick ? " (quick)" : ""}; API, redis-server and the load child share the machine`,
+  );
+  const w = Math.max(...rows.map((r) => r.name.length));
+  console.log(`${"scenario".padEnd(w)}  ${"events/s".padStart(10)}  ${"vs XADD".padStart(8)}  detail`);
+  console.log(`${"-".repeat(w)}  ${"-".repeat(10)}  ${"-".repeat(8)}  ------`);
+  for (const r of rows) {
+    const ratio = `${((r.rate / ceiling) * 100).toFixed(1)} %`;
+    console.log(
+      `${r.name.padEnd(w)}  ${Math.round(r.rate).toLocaleString("en-US").padStart(10)}  ${ratio.padStart(8)}  ${r.detail}`,
+    );
+  }
+  const batchBest = Math.max(...rows.filter((r) => r.name.startsWith("batch")).map((r) => r.rate));
+  const direct = rows.find((r) => r.name.startsWith("store.ingest"))?.rate ?? Number.NaN;
+  console.log(`\nbatch / raw XADD = ${((batchBest / ceiling) * 100).toFixed(1)} % (target ≥ 40 %)`);
+  console.log(`batch over HTTP / store.ingest direct = ${((batchBest / direct) * 100).toFixed(1)} %`);
+}
+
+type StartRedis = (opts: { aof?: boolean; fsync?: "always" | "everysec" | "no" }) => Promise<{
+  pid: number;
+  url: string;
+  stop(): Promise<void>;
+}>;
+
+/**
+ * The testkit's `startRedisServer` (private redis-server on a free port). The
+ * testkit's entry point also installs vitest hooks, so it is taken from where it
+ * lives: core's entry point, or the testkit's own module.
+ */
+async function loadStartRedis(): Promise<StartRedis> {
+  const core = (await import("@rendezvous/core")) as Record<string, unknown>;
+  if (typeof core.startRedisServer === "function") return core.startRedisServer as StartRedis;
+  const module = "../packages/testkit/src/redis-server.js";
+  return ((await import(module)) as { startRedisServer: StartRedis }).startRedisServer;
+}
+
+/** Runs one load scenario in a child process (this file, `--load-child`) and reads its JSON result. */
+function loadInChild(spec: LoadSpec): Promise<LoadResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [...process.execArgv, self, "--load-child", JSON.stringify(spec)], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    child.on("error", reject);
+    child.on("exit", (code) => {
+      if (code !== 0) reject(new Error(`load child exited ${code}`));
+      else resolve(JSON.parse(out) as LoadResult);
+    });
+  });
+}
+
+// ------------------------------------------------------------------ entry
+
+const childAt = argv.indexOf("--load-child");
+if (childAt >= 0) {
+  const result = await runLoad(JSON.parse(argv[childAt + 1] as string) as LoadSpec);
+  process.stdout.write(JSON.stringify(result));
+} else if (!process.execArgv.includes(SOURCE_CONDITION)) {
+  // Re-run with the source condition so the workspace packages need no build step.
+  const r = spawnSync(process.execPath, [...process.execArgv, SOURCE_CONDITION, self, ...argv], { stdio: "inherit" });
+  process.exit(r.status ?? 1);
+} else {
+  await main();
+}
