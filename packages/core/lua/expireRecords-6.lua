@@ -4,8 +4,8 @@
     "w:<waitId>"    a settled wait past retention: its record and done-index entry
     "e:<eventKey>"  an event record past the dedup window
     "d:<eventKey>"  a dedup record past the dedup window
-    "b:<eventKey>"  a buffered event past its retention: it becomes `expired`,
-                    leaves the inbox and drops its payload
+    "b:<eventKey>"  a buffered event past its retention: it leaves the inbox and
+                    drops its payload; `buffered` becomes `expired` (`late` stays)
     "j:<matchKey>"  the refusals recorded for a match key
 
   KEYS[1] expiry     {p}:x   zset of records to remove, scored by time
@@ -42,9 +42,11 @@ for _, member in ipairs(due) do
   elseif kind == "b" then
     local field = "e:" .. rest
     local ev = loadJson(eventsKey, field)
-    if ev ~= nil and ev["st"] == "b" then
+    if ev ~= nil and (ev["st"] == "b" or ev["st"] == "l") then
       redis.call("ZREM", inboxKey, ev["mk"] .. padId(ev["sid"]) .. rest)
-      ev["st"] = "x"
+      if ev["st"] == "b" then
+        ev["st"] = "x"
+      end
       ev["pl"] = nil
       saveJson(eventsKey, field, ev)
     end

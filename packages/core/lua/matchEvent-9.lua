@@ -5,7 +5,9 @@
     the fan-out cap;
   - a waiting wait whose deadline lies before the accepted time, and every settled
     wait of the match key, gets the event recorded as late;
-  - if nothing took it, the event is buffered in the inbox for its retention.
+  - if it resolved no wait, the event is buffered in the inbox for its retention
+    (status `b`, or `l` when it was recorded late somewhere), so a later wait of
+    its match key can still take it.
   Idempotent: re-running it for an entry already processed changes nothing and
   returns what the first run did. An entry whose event key was appended under
   another entry id is ignored (DUPLICATE).
@@ -27,7 +29,7 @@
   ARGV[5] now          "" = Redis TIME
 
   Returns
-    { OK, status, matchedWaitIds, lateWaitIds }   status: m matched, b buffered, l late
+    { OK, status, matchedWaitIds, lateWaitIds }   status: m matched, b buffered, l late (and buffered)
     { DUPLICATE, originalStreamId }               the event key belongs to another entry
     { NOT_FOUND }                                 no event record (expired): nothing to do
   Appends: resolved / late_event history entries, outbox entries for resolutions.
@@ -51,7 +53,12 @@ if ev["sid"] ~= streamId then
   return { C_DUPLICATE, ev["sid"] }
 end
 if ev["st"] ~= "p" then
-  return { C_OK, ev["st"], ev["mw"] or {}, ev["lf"] or {} }
+  -- processed before: answer what the first run did (a buffered event may since
+  -- have been taken by a registration; that is not this run's doing)
+  if ev["mo"] == "m" then
+    return { C_OK, "m", ev["mw"] or {}, ev["lf"] or {} }
+  end
+  return { C_OK, ev["mo"] or ev["st"], {}, ev["lf"] or {} }
 end
 
 local mk = ev["mk"]
@@ -98,14 +105,18 @@ redis.call("ZREM", keys.inflight, member)
 if #matched > 0 then
   ev["st"] = "m"
   ev["pl"] = nil
-elseif #late > 0 then
-  ev["st"] = "l"
-  ev["pl"] = nil
 else
-  ev["st"] = "b"
+  -- nothing resolved: buffered for a later wait, also when it was late for some
+  -- (status `l` then, still in the inbox)
+  if #late > 0 then
+    ev["st"] = "l"
+  else
+    ev["st"] = "b"
+  end
   redis.call("ZADD", keys.inbox, 0, member)
   redis.call("ZADD", keys.expiry, at + ev["rt"], "b:" .. eventKey)
 end
+ev["mo"] = ev["st"]
 if #matched > 0 then ev["mw"] = matched end
 if #late > 0 then ev["lf"] = late end
 saveJson(keys.events, evField, ev)

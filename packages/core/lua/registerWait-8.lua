@@ -65,7 +65,7 @@ for _, member in ipairs(candidates) do
   local eventKey = string.sub(member, #mk + 27)
   local evField = "e:" .. eventKey
   local ev = loadJson(keys.events, evField)
-  if ev == nil or ev["st"] ~= "b" or ev["at"] + ev["rt"] < now then
+  if ev == nil or (ev["st"] ~= "b" and ev["st"] ~= "l") or ev["at"] + ev["rt"] < now then
     -- expired or no longer buffered: the index entry is stale
     redis.call("ZREM", keys.inbox, member)
   elseif deadline == nil or ev["at"] <= deadline then

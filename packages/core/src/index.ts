@@ -32,6 +32,13 @@ export { createLogger, type Logger, REDACT_PATHS } from "./logger.js";
 export { createMetrics, type Metrics } from "./metrics.js";
 export { iso, toEventRecord, toWait } from "./records.js";
 export { createBlockingRedis, createRedis, type RedisConnectionOptions } from "./redis.js";
+export {
+  freePort,
+  type RedisServer,
+  RedisServerMissing,
+  type RedisServerOptions,
+  startRedisServer,
+} from "./redis-server.js";
 export { createResources, type ResourceOptions, type Resources } from "./resources.js";
 export {
   Consumption,

@@ -1,72 +1,18 @@
 /**
  * The `rendezvous` command line (API.md, Starting it).
  */
-import {
-  type Config,
-  createLogger,
-  createResources,
-  isRendezvousError,
-  type Logger,
-  loadConfigFile,
-  parseConfig,
-} from "@rendezvous/core";
+import { createLogger, isRendezvousError, type Logger, loadConfigFile, parseConfig } from "@rendezvous/core";
 import { Command, Option } from "commander";
-import Fastify from "fastify";
+import { runDoctor } from "./doctor.js";
 import { parseEnv } from "./env.js";
-import { opsRoutes } from "./ops.js";
-import { startRoles, type WorkerRole } from "./roles.js";
-
-interface CommonFlags {
-  config?: string;
-  port?: string;
-  redisUrl?: string;
-}
+import { addOperatorCommands } from "./operator.js";
+import { type ProcessKind, type ServeFlags, serve } from "./serve.js";
 
 function fail(logger: Logger | undefined, err: unknown): never {
   const message = isRendezvousError(err) ? err.message : err instanceof Error ? err.message : String(err);
-  if (logger) logger.fatal({ err }, message);
+  logger?.fatal({ err }, message);
   process.stderr.write(`rendezvous: ${message}\n`);
   process.exit(1);
-}
-
-function loadConfig(path: string | undefined): Config {
-  return path ? loadConfigFile(path) : parseConfig({});
-}
-
-/** Runs worker roles with their operations server until SIGTERM/SIGINT. */
-async function runWorkerRoles(names: WorkerRole[], flags: CommonFlags): Promise<void> {
-  let logger: Logger | undefined;
-  try {
-    const env = parseEnv();
-    logger = createLogger({ level: env.LOG_LEVEL });
-    const config = loadConfig(flags.config ?? env.RENDEZVOUS_CONFIG);
-    const redisUrl = flags.redisUrl ?? env.REDIS_URL;
-    if (!redisUrl) throw new Error("no Redis: pass --redis-url or set REDIS_URL (only `start` embeds a redis-server)");
-    const res = createResources({ redisUrl, config, prefix: env.RENDEZVOUS_PREFIX, logger });
-    const roles = await startRoles(res, names);
-    const app = Fastify({ logger: false });
-    await app.register(opsRoutes, { res, running: () => roles.running(), roles: names });
-    const port = Number(flags.port ?? env.RENDEZVOUS_PORT ?? env.PORT ?? 0);
-    const url = await app.listen({ host: "127.0.0.1", port });
-    logger.info(
-      { roles: names, url, prefix: env.RENDEZVOUS_PREFIX },
-      `rendezvous ${names.join("+")} listening on ${url}`,
-    );
-    let stopping = false;
-    const shutdown = async (signal: string) => {
-      if (stopping) return;
-      stopping = true;
-      logger?.info({ signal }, "draining");
-      await roles.stop();
-      await app.close();
-      await res.close();
-      logger?.info("stopped");
-      process.exit(0);
-    };
-    onSignals(shutdown);
-  } catch (err) {
-    fail(logger, err);
-  }
 }
 
 /** Installs the drain handler; a signal that came while loading is honoured now. */
@@ -80,10 +26,29 @@ function onSignals(shutdown: (signal: string) => Promise<void>): void {
   if (first) void shutdown(first);
 }
 
-function common(cmd: Command): Command {
+async function run(kind: ProcessKind, flags: ServeFlags): Promise<void> {
+  let logger: Logger | undefined;
+  try {
+    logger = createLogger({ level: parseEnv().LOG_LEVEL });
+    const served = await serve(kind, flags, logger);
+    onSignals(async (signal) => {
+      try {
+        await served.stop(signal);
+        process.exit(0);
+      } catch (err) {
+        fail(logger, err);
+      }
+    });
+  } catch (err) {
+    fail(logger, err);
+  }
+}
+
+function serverOptions(cmd: Command): Command {
   return cmd
     .addOption(new Option("--config <file>", "config file (JSON); env RENDEZVOUS_CONFIG"))
-    .addOption(new Option("--port <n>", "HTTP port for /healthz, /readyz, /metrics; env RENDEZVOUS_PORT or PORT"))
+    .addOption(new Option("--port <n>", "HTTP port; env RENDEZVOUS_PORT or PORT"))
+    .addOption(new Option("--host <addr>", "HTTP bind address; env HOST (default 127.0.0.1)"))
     .addOption(new Option("--redis-url <url>", "Redis URL; env REDIS_URL"));
 }
 
@@ -92,14 +57,49 @@ export function buildProgram(): Command {
     .description("Durable waits for external events")
     .showHelpAfterError()
     .version("0.1.0");
+  serverOptions(
+    program
+      .command("start")
+      .description("every role in one process; without a Redis URL an embedded redis-server (AOF) under ./.rendezvous"),
+  )
+    .addOption(
+      new Option("--data-dir <dir>", "where the embedded Redis and the dev config live").default(".rendezvous"),
+    )
+    .action((flags: ServeFlags) => run("start", flags));
+  serverOptions(program.command("api").description("the HTTP API alone (producer and host routes)")).action(
+    (flags: ServeFlags) => run("api", flags),
+  );
   for (const role of ["matcher", "scheduler", "dispatcher"] as const) {
-    common(program.command(role).description(`run the ${role} role alone`)).action((flags: CommonFlags) =>
-      runWorkerRoles([role], flags),
+    serverOptions(program.command(role).description(`the ${role} role alone`)).action((flags: ServeFlags) =>
+      run(role, flags),
     );
   }
-  common(program.command("workers").description("run matcher, scheduler and dispatcher in one process")).action(
-    (flags: CommonFlags) => runWorkerRoles(["matcher", "scheduler", "dispatcher"], flags),
-  );
+  serverOptions(program.command("doctor").description("check Redis: version, AOF, noeviction, partition count"))
+    .option("--json", "machine-readable output")
+    .action(async (flags: ServeFlags & { json?: boolean }) => {
+      try {
+        const env = parseEnv();
+        const config =
+          (flags.config ?? env.RENDEZVOUS_CONFIG)
+            ? loadConfigFile((flags.config ?? env.RENDEZVOUS_CONFIG) as string)
+            : parseConfig({});
+        const redisUrl = flags.redisUrl ?? env.REDIS_URL ?? "redis://127.0.0.1:6379";
+        const checks = await runDoctor(redisUrl, config, env.RENDEZVOUS_PREFIX);
+        const ok = checks.every((c) => c.ok);
+        if (flags.json) process.stdout.write(`${JSON.stringify({ ok, redis: redisUrl, checks }, null, 2)}\n`);
+        else {
+          for (const c of checks) {
+            process.stdout.write(
+              `${c.ok ? "ok  " : "FAIL"}  ${c.name.padEnd(17)} ${c.value}${c.ok ? "" : `  — ${c.advice}`}\n`,
+            );
+          }
+        }
+        process.exit(ok ? 0 : 1);
+      } catch (err) {
+        fail(undefined, err);
+      }
+    });
+  addOperatorCommands(program);
   return program;
 }
 

@@ -11,6 +11,8 @@ export const Env = z.object({
   /** HTTP port (RENDEZVOUS_PORT wins over PORT) */
   RENDEZVOUS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  /** HTTP bind address @defaultValue "127.0.0.1" */
+  HOST: z.string().min(1).optional(),
   /** Redis URL; absent = embedded redis-server (start only) */
   REDIS_URL: z.string().min(1).optional(),
   /**

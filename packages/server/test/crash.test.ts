@@ -170,10 +170,10 @@ describe("crash recovery with real role processes", () => {
 describe("SIGTERM", () => {
   it("drains and exits 0, also when it arrives while the process is still starting", async () => {
     const { role } = setup();
-    const early = role("workers");
+    const early = role("start");
     await new Promise((r) => setTimeout(r, 500)); // node is up, the sources are still loading
     expect((await early.terminate()).code).toBe(0);
-    const started = role("workers");
+    const started = role("start");
     await started.waitFor(/listening on/);
     expect((await started.terminate()).code).toBe(0);
     expect(started.output()).toContain('"msg":"stopped"');

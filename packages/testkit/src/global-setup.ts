@@ -4,7 +4,7 @@
  */
 import type { TestProject } from "vitest/node";
 import type {} from "./fixtures.js";
-import { type RedisServer, startRedisServer } from "./redis-server.js";
+import { type RedisServer, startRedisServer } from "@rendezvous/core";
 
 let server: RedisServer | undefined;
 

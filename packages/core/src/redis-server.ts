@@ -1,9 +1,10 @@
 /**
- * Private redis-server processes for tests: each on a free loopback port with its
- * own temp dir, stopped by PID. Tests never touch the shared 6379 instance.
+ * Starts and stops redis-server child processes: the embedded Redis of
+ * `rendezvous start`, and the private servers of the test harness and benchmarks
+ * (each on a free loopback port with its own dir, stopped by PID).
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { createConnection, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -31,6 +32,16 @@ export interface RedisServer {
   stop(): Promise<void>;
   /** SIGKILL, for crash tests. Keeps the dir. */
   kill(): Promise<void>;
+}
+
+/** Thrown when no redis-server binary can be started. */
+export class RedisServerMissing extends Error {
+  constructor(cause: string) {
+    super(
+      `cannot start redis-server (${cause}). Install it (Debian/Ubuntu: apt-get install -y redis-server; macOS: brew install redis), or point rendezvous at a running Redis with --redis-url or REDIS_URL.`,
+    );
+    this.name = "RedisServerMissing";
+  }
 }
 
 /** A TCP port that was free on 127.0.0.1 a moment ago. */
@@ -77,6 +88,7 @@ function exited(child: ChildProcess): Promise<void> {
 export async function startRedisServer(opts: RedisServerOptions = {}): Promise<RedisServer> {
   const ownDir = opts.dir === undefined;
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), "rdv-redis-"));
+  mkdirSync(dir, { recursive: true });
   for (let attempt = 0; ; attempt++) {
     const port = opts.port ?? (await freePort());
     const args = [
@@ -112,7 +124,7 @@ export async function startRedisServer(opts: RedisServerOptions = {}): Promise<R
     while (Date.now() < deadline && child.exitCode === null) {
       const raced = await Promise.race([ping(port), spawnError.then((e) => e)]);
       if (raced instanceof Error) {
-        throw new Error(`cannot start redis-server (${raced.message}); install it: apt-get install -y redis-server`);
+        throw new RedisServerMissing(raced.message);
       }
       if (raced) {
         ready = true;

@@ -1,0 +1,144 @@
+/**
+ * A typed host client for the wait API (API.md, Waits and Direct delivery): the
+ * calls a workflow engine or agent runtime makes, and the reads operators make.
+ */
+import type { EventRecord, Wait, WaitSpec, WaitState } from "@rendezvous/core";
+import { isRetryableStatus, RendezvousApiError, RendezvousNetworkError } from "./errors.js";
+import { errorBody } from "./producer.js";
+import { type Attempt, type RetryOptions, withRetry } from "./retry.js";
+
+export type HostClientOptions = RetryOptions & {
+  /** e.g. `http://127.0.0.1:8080` */
+  baseUrl: string;
+  /** a host key of the tenant, or the admin token */
+  token: string;
+  /** with the admin token: the tenant acted for (`?tenant=`) */
+  tenant?: string;
+  /** per-attempt timeout @defaultValue 10000 */
+  timeoutMs?: number;
+  /** @defaultValue globalThis.fetch */
+  fetch?: typeof fetch;
+};
+
+export interface ListFilter {
+  runId?: string;
+  state?: WaitState;
+  eventType?: string;
+  correlationId?: string;
+  limit?: number;
+  cursor?: string;
+}
+
+export interface Explanation {
+  state: WaitState;
+  verdict:
+    | "resolved"
+    | "timed_out"
+    | "cancelled"
+    | "backlog"
+    | "correlation_mismatch"
+    | "rejected_signal"
+    | "no_signal";
+  details: Record<string, unknown>;
+}
+
+export interface ConsumeResult {
+  first: boolean;
+  consumption: { by: string; at: string };
+  wait: Wait;
+}
+
+/** Retrying is safe for every call here: each is idempotent or a read (consume records the first claimer once). */
+export class HostClient {
+  readonly #opts: HostClientOptions;
+  readonly #fetch: typeof fetch;
+  readonly #base: string;
+
+  constructor(opts: HostClientOptions) {
+    this.#opts = opts;
+    this.#fetch = opts.fetch ?? globalThis.fetch;
+    this.#base = opts.baseUrl.replace(/\/+$/, "");
+  }
+
+  /** Registers a wait; `created` is false when the same (runId, position) was registered before. */
+  async register(spec: WaitSpec): Promise<{ created: boolean; wait: Wait }> {
+    const { status, body } = await this.#call("POST", "/v1/waits", spec, true);
+    return { created: status === 201, wait: (body as { wait: Wait }).wait };
+  }
+
+  async get(waitId: string): Promise<Wait> {
+    return ((await this.#call("GET", `/v1/waits/${encodeURIComponent(waitId)}`)).body as { wait: Wait }).wait;
+  }
+
+  async list(filter: ListFilter = {}): Promise<{ waits: Wait[]; nextCursor: string | null }> {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(filter)) if (v !== undefined) q.set(k, String(v));
+    return (await this.#call("GET", `/v1/waits?${q}`, undefined, true)).body as {
+      waits: Wait[];
+      nextCursor: string | null;
+    };
+  }
+
+  async attachJob(waitId: string, externalJobId: string): Promise<Wait> {
+    const path = `/v1/waits/${encodeURIComponent(waitId)}`;
+    return ((await this.#call("PATCH", path, { externalJobId })).body as { wait: Wait }).wait;
+  }
+
+  async cancel(waitId: string): Promise<Wait> {
+    return ((await this.#call("DELETE", `/v1/waits/${encodeURIComponent(waitId)}`)).body as { wait: Wait }).wait;
+  }
+
+  async explain(waitId: string): Promise<Explanation> {
+    return (await this.#call("GET", `/v1/waits/${encodeURIComponent(waitId)}/explain`)).body as Explanation;
+  }
+
+  async consume(waitId: string, worker: string): Promise<ConsumeResult> {
+    const path = `/v1/waits/${encodeURIComponent(waitId)}/consume`;
+    return (await this.#call("POST", path, { worker })).body as ConsumeResult;
+  }
+
+  async deliver(req: {
+    eventType: string;
+    correlationId?: string;
+    payload?: Record<string, unknown>;
+    all?: boolean;
+  }): Promise<{ delivered: string[]; matched: number }> {
+    return (await this.#call("POST", "/v1/deliver", req, true)).body as { delivered: string[]; matched: number };
+  }
+
+  async getEvent(producer: string, eventId: string): Promise<EventRecord> {
+    const path = `/v1/events/${encodeURIComponent(producer)}/${encodeURIComponent(eventId)}`;
+    return ((await this.#call("GET", path, undefined, true)).body as { event: EventRecord }).event;
+  }
+
+  async #call(
+    method: string,
+    path: string,
+    body?: unknown,
+    tenantScoped = false,
+  ): Promise<{ status: number; body: unknown }> {
+    let url = `${this.#base}${path}`;
+    if (tenantScoped && this.#opts.tenant)
+      url += `${url.includes("?") ? "&" : "?"}tenant=${encodeURIComponent(this.#opts.tenant)}`;
+    const timeoutMs = this.#opts.timeoutMs ?? 10_000;
+    const headers: Record<string, string> = { authorization: `Bearer ${this.#opts.token}` };
+    if (body !== undefined) headers["content-type"] = "application/json";
+    return withRetry(async (): Promise<Attempt<{ status: number; body: unknown }>> => {
+      let res: Response;
+      try {
+        res = await this.#fetch(url, {
+          method,
+          headers,
+          body: body === undefined ? undefined : JSON.stringify(body),
+          signal: AbortSignal.timeout(timeoutMs),
+        });
+      } catch (cause) {
+        return { done: false, error: new RendezvousNetworkError(`cannot reach ${url}`, { cause }) };
+      }
+      if (res.ok) return { done: true, value: { status: res.status, body: await res.json() } };
+      const error = new RendezvousApiError(res.status, await errorBody(res));
+      if (isRetryableStatus(res.status)) return { done: false, error };
+      throw error;
+    }, this.#opts);
+  }
+}

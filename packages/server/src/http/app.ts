@@ -1,0 +1,106 @@
+/**
+ * The HTTP app factory: `buildApp(deps)` returns a fastify instance with the
+ * operations routes and, for the `api`/`start` roles, the producer routes (ingest),
+ * the host routes, Bull Board at /admin/queues and the OpenAPI document at
+ * /openapi.json. `main` only listens.
+ */
+import fastifySwagger from "@fastify/swagger";
+import { RendezvousError, type Resources } from "@rendezvous/core";
+import { indexCredentials, ingestRoutes, toApiError } from "@rendezvous/ingest";
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, LogController } from "fastify";
+import {
+  hasZodFastifySchemaValidationErrors,
+  jsonSchemaTransform,
+  serializerCompiler,
+  validatorCompiler,
+} from "fastify-type-provider-zod";
+import { opsRoutes } from "../ops.js";
+import { adminQueues } from "./admin.js";
+import { hostRoutes } from "./host-routes.js";
+
+export interface AppDeps {
+  res: Resources;
+  /** roles of this process (for /readyz) */
+  roles: string[];
+  running: () => boolean;
+  /** serve the API (producer + host routes, Bull Board, OpenAPI) @defaultValue true */
+  api?: boolean;
+  /** schedules a new wait's timeout job */
+  scheduleTimeout?: (partition: number, deadlineMs: number) => Promise<unknown>;
+  /** BullMQ queue names shown in Bull Board */
+  queueNames?: string[];
+}
+
+interface Issue {
+  path: Array<string | number>;
+  message: string;
+}
+
+function validationIssues(err: FastifyError): Issue[] {
+  const where = (err as { validationContext?: string }).validationContext;
+  return (err.validation ?? []).map((v) => {
+    const path = String(v.instancePath ?? "")
+      .split("/")
+      .filter(Boolean)
+      .map((p) => (/^\d+$/.test(p) ? Number(p) : p));
+    return { path: where ? [where, ...path] : path, message: String(v.message ?? "invalid") };
+  });
+}
+
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const { res } = deps;
+  const logger = res.logger.child({ system: "http" });
+  const app = Fastify({
+    loggerInstance: logger as FastifyBaseLogger,
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: 1024 * 1024,
+  }) as FastifyInstance;
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    let apiError: RendezvousError;
+    if (hasZodFastifySchemaValidationErrors(err)) {
+      apiError = new RendezvousError("invalid_request", "the request does not match its schema", {
+        issues: validationIssues(err),
+      });
+    } else {
+      apiError = toApiError(err, false);
+    }
+    if (apiError.statusCode >= 500) {
+      request.log.error({ err, url: request.url, method: request.method }, "request failed");
+    }
+    return reply.code(apiError.statusCode).send(apiError.toJSON());
+  });
+  app.setNotFoundHandler((_request, reply) => {
+    const err = new RendezvousError("not_found", "no such route");
+    return reply.code(404).send(err.toJSON());
+  });
+
+  await app.register(opsRoutes, { res, running: deps.running, roles: deps.roles });
+  if (deps.api !== false) {
+    await app.register(fastifySwagger, {
+      openapi: {
+        info: { title: "rendezvous", version: "0.1.0", description: "Durable waits for external events" },
+        components: {
+          securitySchemes: {
+            bearer: { type: "http", scheme: "bearer" },
+          },
+        },
+        security: [{ bearer: [] }],
+      },
+      transform: jsonSchemaTransform,
+    });
+    const credentials = indexCredentials(res.config);
+    await app.register(ingestRoutes, {
+      store: res.store,
+      config: res.config,
+      logger: res.logger,
+      metrics: res.metrics,
+    });
+    await app.register(hostRoutes, { res, credentials, scheduleTimeout: deps.scheduleTimeout });
+    await app.register(adminQueues, { res, queueNames: deps.queueNames ?? [] });
+    app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+  }
+  return app;
+}

@@ -1,0 +1,190 @@
+/**
+ * Host routes (API.md, Waits and Direct delivery): register, read, list, patch,
+ * cancel, explain and consume waits, and deliver by type. Bodies, params and
+ * queries are zod schemas (fastify-type-provider-zod); a bad one answers
+ * `400 invalid_request` with `issues`.
+ */
+import {
+  type Config,
+  explainWait,
+  listWaits,
+  RendezvousError,
+  type Resources,
+  Wait,
+  WaitSpec,
+  WaitState,
+} from "@rendezvous/core";
+import { authenticateHost, type CredentialIndex, type HostIdentity, readTenant } from "@rendezvous/ingest";
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import { z } from "zod";
+
+export interface HostRoutesOptions {
+  res: Resources;
+  credentials: CredentialIndex;
+  /** schedules the timeout job of a newly registered wait (the scheduler's `schedule`) */
+  scheduleTimeout?: (partition: number, deadlineMs: number) => Promise<unknown>;
+}
+
+const WaitId = z.object({ id: z.string().max(200) });
+const TenantQuery = z.object({ tenant: z.string().max(64).optional() });
+const WaitBody = z.object({ wait: Wait });
+const ErrorBody = z.object({
+  error: z.looseObject({ code: z.string(), message: z.string() }),
+});
+const errors = { 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody, 503: ErrorBody };
+
+export const ListQuery = z.strictObject({
+  runId: z.string().min(1).max(200).optional(),
+  state: WaitState.optional(),
+  eventType: z.string().min(1).max(128).optional(),
+  correlationId: z.string().min(1).max(256).optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(50),
+  cursor: z.string().max(2000).optional(),
+  tenant: z.string().max(64).optional(),
+});
+
+export const PatchBody = z.strictObject({ externalJobId: z.string().min(1).max(200) });
+export const ConsumeBody = z.strictObject({ worker: z.string().min(1).max(200) });
+export const DeliverBody = z.strictObject({
+  eventType: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,127}$/),
+  correlationId: z.string().min(1).max(256).optional(),
+  payload: z.record(z.string(), z.unknown()).optional(),
+  all: z.boolean().default(false),
+});
+
+/** The tenant a wait-by-id route acts for: the host's, or any for the admin. */
+function actingTenant(identity: HostIdentity): string | null {
+  return identity.kind === "host" ? identity.tenant : null;
+}
+
+export const hostRoutes: FastifyPluginAsyncZod<HostRoutesOptions> = async (app, opts) => {
+  const { res, credentials } = opts;
+  const store = res.store;
+  const config: Config = res.config;
+
+  app.decorateRequest("identity", null);
+  app.addHook("onRequest", async (request) => {
+    (request as unknown as { identity: HostIdentity }).identity = authenticateHost(credentials, request.headers);
+  });
+  const who = (request: unknown): HostIdentity => (request as { identity: HostIdentity }).identity;
+
+  const found = (wait: Wait | null): Wait => {
+    if (!wait) throw new RendezvousError("not_found");
+    return wait;
+  };
+
+  app.post(
+    "/v1/waits",
+    {
+      schema: {
+        summary: "Register a wait (idempotent on runId + position)",
+        body: WaitSpec,
+        querystring: TenantQuery,
+        response: { 200: WaitBody, 201: WaitBody, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const tenant = readTenant(who(request), request.query.tenant);
+      const { created, wait } = await store.register(tenant, request.body);
+      if (created && wait.state === "waiting" && wait.deadline && opts.scheduleTimeout) {
+        await opts.scheduleTimeout(store.keys.waitPartition(wait.id) as number, Date.parse(wait.deadline));
+      }
+      return reply.code(created ? 201 : 200).send({ wait });
+    },
+  );
+
+  app.get(
+    "/v1/waits",
+    {
+      schema: {
+        summary: "List waits (by run, type, match key, state), a page at a time",
+        querystring: ListQuery,
+        response: { 200: z.object({ waits: z.array(Wait), nextCursor: z.string().nullable() }), ...errors },
+      },
+    },
+    async (request) => {
+      const { limit, cursor, tenant: named, ...filter } = request.query;
+      const tenant = readTenant(who(request), named);
+      return listWaits(store, tenant, filter, { limit, cursor });
+    },
+  );
+
+  app.get(
+    "/v1/waits/:id",
+    { schema: { summary: "Read a wait", params: WaitId, response: { 200: WaitBody, ...errors } } },
+    async (request) => ({ wait: found(await store.getWait(actingTenant(who(request)), request.params.id)) }),
+  );
+
+  app.patch(
+    "/v1/waits/:id",
+    {
+      schema: {
+        summary: "Attach the external job id",
+        params: WaitId,
+        body: PatchBody,
+        response: { 200: WaitBody, ...errors },
+      },
+    },
+    async (request) => ({
+      wait: await store.attachJob(actingTenant(who(request)), request.params.id, request.body.externalJobId),
+    }),
+  );
+
+  app.delete(
+    "/v1/waits/:id",
+    { schema: { summary: "Cancel a waiting wait", params: WaitId, response: { 200: WaitBody, ...errors } } },
+    async (request) => ({ wait: await store.cancel(actingTenant(who(request)), request.params.id) }),
+  );
+
+  app.get(
+    "/v1/waits/:id/explain",
+    {
+      schema: {
+        summary: "Why is this wait where it is?",
+        params: WaitId,
+        response: {
+          200: z.object({ state: WaitState, verdict: z.string(), details: z.record(z.string(), z.unknown()) }),
+          ...errors,
+        },
+      },
+    },
+    async (request) => {
+      const wait = found(await store.getWait(actingTenant(who(request)), request.params.id));
+      return explainWait(store, wait, { backlogThresholdMs: config.backlogThresholdMs });
+    },
+  );
+
+  app.post(
+    "/v1/waits/:id/consume",
+    {
+      schema: {
+        summary: "Claim a settled wait's continuation (first claimer wins)",
+        params: WaitId,
+        body: ConsumeBody,
+        response: {
+          200: z.object({ first: z.boolean(), consumption: z.object({ by: z.string(), at: z.string() }), wait: Wait }),
+          ...errors,
+        },
+      },
+    },
+    async (request) => store.consume(actingTenant(who(request)), request.params.id, request.body.worker),
+  );
+
+  app.post(
+    "/v1/deliver",
+    {
+      schema: {
+        summary: "Resolve waiting waits of a type directly",
+        body: DeliverBody,
+        querystring: TenantQuery,
+        response: { 200: z.object({ delivered: z.array(z.string()), matched: z.number() }), ...errors },
+      },
+    },
+    async (request) => {
+      const tenant = readTenant(who(request), request.query.tenant);
+      const result = await store.deliver(tenant, request.body);
+      if (result.delivered.length > 0) res.metrics.resolutions.inc({ kind: "deliver" }, result.delivered.length);
+      return result;
+    },
+  );
+};

@@ -1,0 +1,114 @@
+/**
+ * Runs a rendezvous process: `start` (every role, embedded Redis by default),
+ * `api`, or one worker role, with the HTTP app on its port, until SIGTERM/SIGINT,
+ * which drains: stop taking HTTP requests and stream entries, finish in-flight
+ * work, exit 0.
+ */
+import { resolve } from "node:path";
+import {
+  type Config,
+  createLogger,
+  createResources,
+  ensurePartitionCount,
+  type Logger,
+  loadConfigFile,
+  parseConfig,
+  type RedisServer,
+  startRedisServer,
+} from "@rendezvous/core";
+import { continuationQueueName, WEBHOOK_QUEUE } from "@rendezvous/matcher";
+import { Scheduler, TIMEOUT_QUEUE } from "@rendezvous/scheduler";
+import { describeDevConfig, ensureDevConfig } from "./dev-config.js";
+import { parseEnv } from "./env.js";
+import { buildApp } from "./http/app.js";
+import { startRoles, WORKER_ROLES, type WorkerRole } from "./roles.js";
+
+export type ProcessKind = "start" | "api" | WorkerRole;
+
+export interface ServeFlags {
+  config?: string;
+  port?: string;
+  host?: string;
+  redisUrl?: string;
+  /** data dir of `start` (embedded Redis, dev config) @defaultValue ./.rendezvous */
+  dataDir?: string;
+}
+
+export interface Served {
+  url: string;
+  stop(signal: string): Promise<void>;
+}
+
+/** Default HTTP port of `start` and `api`; worker roles pick a free one unless told. */
+export const DEFAULT_API_PORT = 8080;
+
+function loadConfig(path: string | undefined): Config {
+  return path ? loadConfigFile(path) : parseConfig({});
+}
+
+export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logger): Promise<Served> {
+  const env = parseEnv();
+  const log = logger ?? createLogger({ level: env.LOG_LEVEL });
+  const dataDir = resolve(flags.dataDir ?? ".rendezvous");
+  let configPath = flags.config ?? env.RENDEZVOUS_CONFIG;
+  let created: { path: string } | undefined;
+  if (!configPath && kind === "start") {
+    configPath = resolve(dataDir, "config.json");
+    if (ensureDevConfig(configPath).created) created = { path: configPath };
+  }
+  const config = loadConfig(configPath);
+
+  let redisUrl = flags.redisUrl ?? env.REDIS_URL;
+  let embedded: RedisServer | undefined;
+  if (!redisUrl) {
+    if (kind !== "start") throw new Error("no Redis: pass --redis-url or set REDIS_URL (only `start` embeds one)");
+    embedded = await startRedisServer({ dir: resolve(dataDir, "redis"), aof: true, fsync: "everysec" });
+    redisUrl = embedded.url;
+    log.info({ redis: redisUrl, dir: embedded.dir, pid: embedded.pid }, "embedded redis-server started (AOF on)");
+  }
+
+  const res = createResources({ redisUrl, config, prefix: env.RENDEZVOUS_PREFIX, logger: log });
+  try {
+    await ensurePartitionCount(res.store);
+    const workerRoles: WorkerRole[] = kind === "start" ? [...WORKER_ROLES] : kind === "api" ? [] : [kind];
+    const serveApi = kind === "start" || kind === "api";
+    const roles = await startRoles(res, workerRoles);
+    // the API schedules timeout jobs of new waits; without a local scheduler role it uses a queue-only one
+    const planner = roles.scheduler ?? (serveApi ? new Scheduler(res) : undefined);
+    const names = serveApi ? ["api", ...workerRoles] : [...workerRoles];
+    const app = await buildApp({
+      res,
+      roles: names,
+      running: () => roles.running(),
+      api: serveApi,
+      scheduleTimeout: planner ? (partition, deadline) => planner.schedule([{ partition, deadline }]) : undefined,
+      queueNames: [TIMEOUT_QUEUE, WEBHOOK_QUEUE, ...Object.keys(config.tenants).map(continuationQueueName)],
+    });
+    const port = Number(flags.port ?? env.RENDEZVOUS_PORT ?? env.PORT ?? (serveApi ? DEFAULT_API_PORT : 0));
+    const host = flags.host ?? env.HOST ?? "127.0.0.1";
+    const url = await app.listen({ host, port });
+    log.info({ roles: names, url, prefix: env.RENDEZVOUS_PREFIX }, `rendezvous ${names.join("+")} listening on ${url}`);
+    if (created) process.stdout.write(describeDevConfig(created.path, JSON.parse(JSON.stringify(config)), url));
+
+    let stopping: Promise<void> | undefined;
+    return {
+      url,
+      stop(signal: string) {
+        stopping ??= (async () => {
+          log.info({ signal }, "draining");
+          await app.close(); // no new requests; in-flight ones finish
+          await roles.stop();
+          if (planner && planner !== roles.scheduler) await planner.stop();
+          await res.close();
+          await embedded?.stop();
+          log.info("stopped");
+        })();
+        return stopping;
+      },
+    };
+  } catch (err) {
+    await res.close();
+    await embedded?.stop();
+    throw err;
+  }
+}
