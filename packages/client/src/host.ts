@@ -106,6 +106,36 @@ export class HostClient {
     return (await this.#call("POST", "/v1/deliver", req, true)).body as { delivered: string[]; matched: number };
   }
 
+  /**
+   * Registers a wait and polls until it settles: the payload of the event (or
+   * delivery) that resolved it, or null when it timed out or was cancelled — the
+   * `waitForEvent` shape. For a process that can stay alive; a durable run instead
+   * registers and takes its continuation from the queue (ContinuationWorker).
+   */
+  async waitFor(req: {
+    runId: string;
+    position: string;
+    event: string;
+    correlationId: string;
+    timeoutMs: number;
+    pollMs?: number;
+  }): Promise<Record<string, unknown> | null> {
+    let { wait } = await this.register({
+      runId: req.runId,
+      position: req.position,
+      eventType: req.event,
+      correlationId: req.correlationId,
+      timeoutMs: req.timeoutMs,
+    });
+    while (wait.state === "waiting") {
+      await new Promise((r) => setTimeout(r, req.pollMs ?? 200));
+      wait = await this.get(wait.id);
+    }
+    const r = wait.resolution;
+    if (wait.state !== "resolved" || !r) return null;
+    return r.event?.payload ?? r.payload ?? {};
+  }
+
   async getEvent(producer: string, eventId: string): Promise<EventRecord> {
     const path = `/v1/events/${encodeURIComponent(producer)}/${encodeURIComponent(eventId)}`;
     return ((await this.#call("GET", path, undefined, true)).body as { event: EventRecord }).event;

@@ -1,4 +1,10 @@
 export {
+  type Continuation,
+  ContinuationWorker,
+  type ContinuationWorkerOptions,
+  continuationQueue,
+} from "./continuations.js";
+export {
   type ApiErrorBody,
   type ApiIssue,
   isRetryableStatus,

@@ -12,6 +12,7 @@
   ARGV[4] detail         JSON object merged into the history entry; for
                          job_attached its `j` also becomes the wait's externalJobId
   ARGV[5] once           "1" = skip when the history already has an entry of this kind
+                         with the same detail
   ARGV[6] now            "" = Redis TIME
 
   Returns
@@ -29,14 +30,41 @@ local wait = loadOwnWait(waitsKey, waitId, tenantPrefix)
 if wait == nil then
   return { C_NOT_FOUND }
 end
+-- deep equality of decoded JSON values (key order of Lua tables is not stable)
+local function same(a, b)
+  if type(a) ~= "table" or type(b) ~= "table" then
+    return a == b
+  end
+  for k, v in pairs(a) do
+    if not same(v, b[k]) then
+      return false
+    end
+  end
+  for k in pairs(b) do
+    if a[k] == nil then
+      return false
+    end
+  end
+  return true
+end
+
+local entry = cjson.decode(detail)
 if once == "1" then
+  -- skip when an entry of this kind with the same detail is already there
   for _, h in ipairs(wait["h"] or {}) do
     if h["w"] == what then
-      return { C_EXISTS, cjson.encode(wait) }
+      local equal = true
+      for k, v in pairs(entry) do
+        if not same(h[k], v) then
+          equal = false
+        end
+      end
+      if equal then
+        return { C_EXISTS, cjson.encode(wait) }
+      end
     end
   end
 end
-local entry = cjson.decode(detail)
 entry["at"] = now
 entry["w"] = what
 if what == "job_attached" then

@@ -311,8 +311,33 @@ export class Store {
             };
         results[index] = { status: "duplicate", event };
       });
+      await this.noteDuplicates(toFetch.map(({ index }) => results[index]));
     }
     return results as IngestResult[];
+  }
+
+  /** Records `duplicate_ignored` once per (wait, event) on the waits a re-sent event reached. */
+  private async noteDuplicates(duplicates: Array<IngestResult | undefined>): Promise<void> {
+    const calls: ScriptCall[] = [];
+    for (const r of duplicates) {
+      if (r?.status !== "duplicate") continue;
+      const ref = { pr: r.event.producer, id: r.event.id, at: Date.parse(r.event.acceptedAt), sid: r.event.streamId };
+      for (const waitId of [...r.event.matchedWaits, ...r.event.lateFor]) {
+        const p = this.keys.waitPartition(waitId);
+        if (p === null) continue;
+        calls.push(
+          annotateWaitArgs(this.keys.partition(p), {
+            waitId,
+            tenantPrefix: "",
+            what: "duplicate_ignored",
+            detail: JSON.stringify({ ev: ref }),
+            once: true,
+            now: this.now(),
+          }),
+        );
+      }
+    }
+    await this.runAll(calls);
   }
 
   /** An accepted event of a tenant's producer, or null. */

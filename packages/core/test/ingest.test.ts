@@ -124,3 +124,25 @@ describe("ingest: dedup and append", () => {
     expect(await h.store.getEvent("globex", "svc", "e1")).toBeNull();
   });
 });
+
+describe("duplicates on the timeline", () => {
+  it("a re-sent event is recorded once as duplicate_ignored on the wait it resolved", async () => {
+    const h = makeStore();
+    const { wait } = await h.store.register("acme", {
+      runId: "r",
+      position: "p",
+      eventType: "job.done",
+      correlationId: "j1",
+    });
+    const ev = await ingestOne(h, event("e1", "j1"));
+    await matchOne(h, ev);
+    for (let i = 0; i < 3; i++) {
+      const [again] = await h.store.ingest("acme", "svc", [event("e1", "j1")]);
+      expect(again?.status).toBe("duplicate");
+    }
+    const w = await h.store.getWait("acme", wait.id);
+    const dups = w?.history.filter((x) => x.what === "duplicate_ignored") ?? [];
+    expect(dups).toHaveLength(1);
+    expect(dups[0]).toMatchObject({ event: { producer: "svc", id: "e1", streamId: ev.streamId } });
+  });
+});
