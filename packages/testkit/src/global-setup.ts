@@ -2,9 +2,10 @@
  * vitest global setup: one private redis-server for the whole run. Tests isolate
  * themselves by a unique key prefix (see `useRedis`).
  */
+
+import { type RedisServer, startRedisServer } from "@rendezvous/core";
 import type { TestProject } from "vitest/node";
 import type {} from "./fixtures.js";
-import { type RedisServer, startRedisServer } from "@rendezvous/core";
 
 let server: RedisServer | undefined;
 
