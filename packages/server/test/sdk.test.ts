@@ -1,0 +1,118 @@
+import { type Continuation, ContinuationWorker, HostClient, ProducerClient } from "@rendezvous/client";
+import { createResources, parseConfig } from "@rendezvous/core";
+import { redisUrl, trackOpen, uniquePrefix } from "@rendezvous/testkit";
+import { pino } from "pino";
+import { describe, expect, it } from "vitest";
+import { buildApp } from "../src/http/app.js";
+import { startRoles } from "../src/roles.js";
+
+const HOST_KEY = "hk_sdk_test_key";
+const SECRET = "whsec_sdk_test_secret";
+
+async function server() {
+  const res = createResources({
+    redisUrl: redisUrl(),
+    prefix: uniquePrefix("sdk"),
+    config: parseConfig({
+      partitions: 4,
+      tenants: {
+        acme: { hostKeys: [HOST_KEY], producers: { billing: { secrets: [SECRET], eventTypes: ["payment.*"] } } },
+      },
+    }),
+    logger: pino({ level: "silent" }),
+  });
+  const roles = await startRoles(res, ["matcher", "scheduler", "dispatcher"]);
+  const app = await buildApp({
+    res,
+    roles: ["api"],
+    running: () => roles.running(),
+    scheduleTimeout: (partition, deadline) => roles.scheduler?.schedule([{ partition, deadline }]) ?? Promise.resolve(),
+  });
+  const url = await app.listen({ host: "127.0.0.1", port: 0 });
+  trackOpen({
+    quit: async () => {
+      await app.close();
+      await roles.stop();
+      await res.close();
+    },
+  });
+  return {
+    res,
+    url,
+    host: new HostClient({ baseUrl: url, token: HOST_KEY }),
+    producer: new ProducerClient({ baseUrl: url, tenant: "acme", producer: "billing", secret: SECRET }),
+  };
+}
+
+describe("host SDK", () => {
+  it("ContinuationWorker runs the handler once per wait, with the payload, and not for a wait another worker claimed", async () => {
+    const { res, host, producer } = await server();
+    const seen: Continuation[] = [];
+    const worker = new ContinuationWorker({
+      tenant: "acme",
+      host,
+      name: "w-1",
+      connection: { url: redisUrl(), maxRetriesPerRequest: null },
+      prefix: res.prefix,
+      handler: async (c) => {
+        seen.push(c);
+      },
+    });
+    try {
+      const { wait: a } = await host.register({
+        runId: "r1",
+        position: "p",
+        eventType: "payment.settled",
+        correlationId: "pay_1",
+      });
+      const { wait: b } = await host.register({
+        runId: "r2",
+        position: "p",
+        eventType: "payment.settled",
+        correlationId: "pay_2",
+      });
+      await producer.publish({ id: "e1", type: "payment.settled", correlationId: "pay_1", payload: { amount: 5 } });
+      // wait b: someone else claims it first (e.g. another runtime that polled)
+      await host.deliver({ eventType: "payment.settled", correlationId: "pay_2" });
+      await host.consume(b.id, "someone-else");
+      const until = Date.now() + 10_000;
+      while (Date.now() < until) {
+        const doneB = (await host.get(b.id)).history.some((h) => h.what === "continuation_dispatched");
+        if (seen.length >= 1 && doneB) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      await new Promise((r) => setTimeout(r, 300)); // b's job reaches the worker too; it must not run the handler
+      expect(seen.map((c) => c.wait.id)).toEqual([a.id]);
+      expect(seen[0]).toMatchObject({ payload: { amount: 5 }, timedOut: false, wait: { consumption: { by: "w-1" } } });
+    } finally {
+      await worker.close();
+    }
+  });
+
+  it("waitFor resolves to the event's payload, or null when the deadline passes", async () => {
+    const { host, producer } = await server();
+    const pending = host.waitFor({
+      runId: "r",
+      position: "p",
+      event: "payment.settled",
+      correlationId: "pay_9",
+      timeoutMs: 10_000,
+      pollMs: 50,
+    });
+    setTimeout(
+      () => void producer.publish({ id: "e9", type: "payment.settled", correlationId: "pay_9", payload: { ok: 1 } }),
+      200,
+    );
+    expect(await pending).toEqual({ ok: 1 });
+    expect(
+      await host.waitFor({
+        runId: "r",
+        position: "q",
+        event: "payment.settled",
+        correlationId: "none",
+        timeoutMs: 300,
+        pollMs: 50,
+      }),
+    ).toBeNull();
+  });
+});
