@@ -10,12 +10,13 @@
  *   and 500 events; every event id is new, so every event is accepted (appended);
  * - prints events/s per scenario and its ratio to raw XADD.
  *
+ * Flags: --quick (1 s per scenario), --seconds N, --only <text> (scenarios whose name has it).
  * Results are written down in docs/ingest.md.
  */
 import { spawn, spawnSync } from "node:child_process";
 import { createHmac } from "node:crypto";
 import { Agent, request } from "node:http";
-import { cpus } from "node:os";
+import { cpus, loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 
 const SOURCE_CONDITION = "--conditions=@rendezvous/source";
@@ -35,6 +36,8 @@ interface LoadSpec {
 
 interface LoadResult {
   accepted: number;
+  /** accepted over the whole run, warm-up included (for CPU per event) */
+  acceptedTotal: number;
   requests: number;
   failures: Record<string, number>;
   seconds: number;
@@ -59,6 +62,7 @@ async function runLoad(spec: LoadSpec): Promise<LoadResult> {
   const latencies: number[] = [];
   const failures: Record<string, number> = {};
   let accepted = 0;
+  let acceptedTotal = 0;
   let requests = 0;
   let counting = false;
   let stop = false;
@@ -99,6 +103,8 @@ async function runLoad(spec: LoadSpec): Promise<LoadResult> {
       const payload = body();
       const t0 = performance.now();
       const { status, text } = await send(payload);
+      const n = status === 202 ? 1 : status === 200 ? text.split('"status":"accepted"').length - 1 : 0;
+      acceptedTotal += n;
       const counted = counting;
       if (!counted) continue;
       latencies.push(performance.now() - t0);
@@ -107,7 +113,6 @@ async function runLoad(spec: LoadSpec): Promise<LoadResult> {
         if (status === 202) accepted++;
         else failures[String(status)] = (failures[String(status)] ?? 0) + 1;
       } else if (status === 200) {
-        const n = text.split('"status":"accepted"').length - 1;
         accepted += n;
         if (n !== spec.batchSize) failures.rejected = (failures.rejected ?? 0) + spec.batchSize - n;
       } else failures[String(status)] = (failures[String(status)] ?? 0) + 1;
@@ -126,7 +131,7 @@ async function runLoad(spec: LoadSpec): Promise<LoadResult> {
   agent.destroy();
   latencies.sort((a, b) => a - b);
   const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? Number.NaN;
-  return { accepted, requests, failures, seconds, p50Ms: at(0.5), p99Ms: at(0.99) };
+  return { accepted, acceptedTotal, requests, failures, seconds, p50Ms: at(0.5), p99Ms: at(0.99) };
 }
 
 // ------------------------------------------------------------------ main
@@ -134,7 +139,7 @@ async function runLoad(spec: LoadSpec): Promise<LoadResult> {
 async function main(): Promise<void> {
   const quick = argv.includes("--quick");
   const secondsArg = argv.indexOf("--seconds");
-  const seconds = secondsArg >= 0 ? Number(argv[secondsArg + 1]) : quick ? 1 : 4;
+  const seconds = secondsArg >= 0 ? Number(argv[secondsArg + 1]) : quick ? 1 : 3;
   const warmupSec = quick ? 0.3 : 1;
 
   // Workspace packages come from their sources (this process runs with the source condition).
@@ -178,48 +183,109 @@ async function main(): Promise<void> {
   const url = await app.listen({ host: "127.0.0.1", port: 0 });
   log(`API on ${url}`);
 
-  const rows: Array<{ name: string; rate: number; detail: string }> = [];
+  /** CPU seconds of redis-server's main thread so far (INFO cpu). */
+  const redisCpu = async (): Promise<number> => {
+    const info = await redis.info("cpu");
+    const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, "m").exec(info)?.[1] ?? Number.NaN);
+    const main = field("used_cpu_user_main_thread") + field("used_cpu_sys_main_thread");
+    return Number.isNaN(main) ? field("used_cpu_user") + field("used_cpu_sys") : main;
+  };
+  /** CPU seconds of this process (the API) so far. */
+  const apiCpu = (): number => {
+    const u = process.cpuUsage();
+    return (u.user + u.system) / 1e6;
+  };
+  /** Measures Redis and API CPU spent while `run` appends `events()` events. */
+  const metered = async <T>(run: () => Promise<T>, events: (r: T) => number) => {
+    const r0 = await redisCpu();
+    const a0 = apiCpu();
+    const result = await run();
+    const n = events(result);
+    const redisUs = ((await redisCpu()) - r0) * 1e6;
+    const apiUs = (apiCpu() - a0) * 1e6;
+    return { result, redisUsPerEvent: redisUs / n, apiUsPerEvent: apiUs / n };
+  };
+
+  const rows: Array<{ name: string; rate: number; redisUs: number; apiUs: number; detail: string }> = [];
   try {
     // ---- raw ceiling: pipelined XADD of entries the size of one event
     const raw = createRedis(server.url, { name: "bench:raw" });
     const entry = eventJson("raw", 123_456);
     const keys = Array.from({ length: 16 }, (_, p) => `{raw:p${p}}:s`);
-    let appended = 0;
-    const rawEnd = performance.now() + (warmupSec + seconds) * 1000;
-    const rawStart = performance.now() + warmupSec * 1000;
-    let counted = 0;
-    let countedFrom = 0;
-    while (performance.now() < rawEnd) {
-      const pipeline = raw.pipeline();
-      for (let i = 0; i < 1000; i++) pipeline.xadd(keys[i % 16] as string, "*", "e", entry);
-      await pipeline.exec();
-      appended += 1000;
-      if (performance.now() >= rawStart) {
-        if (countedFrom === 0) countedFrom = performance.now();
-        else counted += 1000;
-      }
-    }
-    const rawRate = counted / ((performance.now() - countedFrom) / 1000);
+    const rawRun = await metered(
+      async () => {
+        let appended = 0;
+        const rawEnd = performance.now() + (warmupSec + seconds) * 1000;
+        const rawStart = performance.now() + warmupSec * 1000;
+        let counted = 0;
+        let countedFrom = 0;
+        while (performance.now() < rawEnd) {
+          const pipeline = raw.pipeline();
+          for (let i = 0; i < 1000; i++) pipeline.xadd(keys[i % 16] as string, "*", "e", entry);
+          await pipeline.exec();
+          appended += 1000;
+          if (performance.now() >= rawStart) {
+            if (countedFrom === 0) countedFrom = performance.now();
+            else counted += 1000;
+          }
+        }
+        return { appended, rate: counted / ((performance.now() - countedFrom) / 1000) };
+      },
+      (r) => r.appended,
+    );
+    const rawRate = rawRun.result.rate;
+    const appended = rawRun.result.appended;
     await raw.del(...keys);
     await raw.quit();
-    rows.push({ name: "raw XADD (pipelined, 1 client)", rate: rawRate, detail: `${appended} entries` });
+    rows.push({
+      name: "raw XADD (pipelined, 1 client)",
+      rate: rawRate,
+      redisUs: rawRun.redisUsPerEvent,
+      apiUs: rawRun.apiUsPerEvent,
+      detail: `${appended} entries; the "api" CPU is the ioredis client's`,
+    });
     log(`raw XADD: ${Math.round(rawRate)}/s`);
 
-    // ---- the Store alone (no HTTP, no validation): what the ingest routes sit on
+    // ---- the Store alone (no HTTP, no validation): what the ingest routes sit on; 4 batches in flight
     {
-      const direct = { accepted: 0, countedFrom: 0 };
-      const directEnd = performance.now() + (warmupSec + seconds) * 1000;
-      const directStart = performance.now() + warmupSec * 1000;
-      for (let b = 0; performance.now() < directEnd; b++) {
-        const events = Array.from({ length: 500 }, (_, i) => JSON.parse(eventJson(`direct${b}`, i)));
-        const results = await store.ingest("bench", "loader", events);
-        if (performance.now() >= directStart) {
-          if (direct.countedFrom === 0) direct.countedFrom = performance.now();
-          else direct.accepted += results.filter((r) => r.status === "accepted").length;
-        }
-      }
-      const rate = direct.accepted / ((performance.now() - direct.countedFrom) / 1000);
-      rows.push({ name: "store.ingest direct, batch 500", rate, detail: "in process: no HTTP, auth or validation" });
+      const direct = await metered(
+        async () => {
+          let accepted = 0;
+          let total = 0;
+          let counting = false;
+          let stop = false;
+          let batchNo = 0;
+          const lane = async () => {
+            while (!stop) {
+              const b = batchNo++;
+              const events = Array.from({ length: 500 }, (_, i) => JSON.parse(eventJson(`direct${b}`, i)));
+              const results = await store.ingest("bench", "loader", events);
+              const n = results.filter((r) => r.status === "accepted").length;
+              total += n;
+              if (counting) accepted += n;
+            }
+          };
+          const lanes = Array.from({ length: 4 }, lane);
+          await new Promise((r) => setTimeout(r, warmupSec * 1000));
+          counting = true;
+          const t0 = performance.now();
+          await new Promise((r) => setTimeout(r, seconds * 1000));
+          counting = false;
+          const rate = accepted / ((performance.now() - t0) / 1000);
+          stop = true;
+          await Promise.all(lanes);
+          return { rate, total };
+        },
+        (r) => r.total,
+      );
+      const rate = direct.result.rate;
+      rows.push({
+        name: "store.ingest direct, batch 500 ×4",
+        rate,
+        redisUs: direct.redisUsPerEvent,
+        apiUs: direct.apiUsPerEvent,
+        detail: "in process: no HTTP, auth or validation",
+      });
       log(`store.ingest direct: ${Math.round(rate)}/s`);
     }
 
@@ -232,15 +298,26 @@ async function main(): Promise<void> {
         spec: { mode: "batch", batchSize: 500, inFlight: 4, auth: "signature" },
       },
     ];
+    const onlyAt = argv.indexOf("--only");
+    const only = onlyAt >= 0 ? argv[onlyAt + 1] : undefined;
     for (const [i, s] of scenarios.entries()) {
-      const spec: LoadSpec = { ...s.spec, url, warmupSec, seconds, runId: `r${Date.now().toString(36)}${i}` };
-      const result = await loadInChild(spec);
+      if (only && !s.name.includes(only)) continue;
+      // the first scenario also warms the API up (JIT, connections): a longer warm-up
+      const warm = i === 0 ? warmupSec * 2 : warmupSec;
+      const spec: LoadSpec = { ...s.spec, url, warmupSec: warm, seconds, runId: `r${Date.now().toString(36)}${i}` };
+      const run = await metered(
+        () => loadInChild(spec),
+        (r) => r.acceptedTotal,
+      );
+      const result = run.result;
       const failures = Object.entries(result.failures)
         .map(([k, v]) => `${k}×${v}`)
         .join(" ");
       rows.push({
         name: s.name,
         rate: result.accepted / result.seconds,
+        redisUs: run.redisUsPerEvent,
+        apiUs: run.apiUsPerEvent,
         detail: `${Math.round(result.requests / result.seconds)} req/s, p50 ${result.p50Ms.toFixed(1)} ms, p99 ${result.p99Ms.toFixed(1)} ms${failures ? `, failed: ${failures}` : ""}`,
       });
       log(`${s.name}: ${Math.round(result.accepted / result.seconds)} events/s`);
@@ -256,21 +333,38 @@ async function main(): Promise<void> {
   const cpu = cpus();
   console.log(
     `\ningest throughput — ${cpu.length} × ${cpu[0]?.model ?? "cpu"}, node ${process.version}, ${seconds} s per scenario` +
-      `${quick ? " (quick)" : ""}; API, redis-server and the load child share the machine`,
+      `${quick ? " (quick)" : ""}; API, redis-server and the load child share the machine` +
+      ` (load average ${loadavg()
+        .map((l) => l.toFixed(1))
+        .join(" ")})`,
   );
   const w = Math.max(...rows.map((r) => r.name.length));
-  console.log(`${"scenario".padEnd(w)}  ${"events/s".padStart(10)}  ${"vs XADD".padStart(8)}  detail`);
-  console.log(`${"-".repeat(w)}  ${"-".repeat(10)}  ${"-".repeat(8)}  ------`);
+  const head = ["events/s", "vs XADD", "redis µs/ev", "api µs/ev"];
+  console.log(`${"scenario".padEnd(w)}  ${head.map((h) => h.padStart(11)).join("  ")}  detail`);
+  console.log(`${"-".repeat(w)}  ${head.map(() => "-".repeat(11)).join("  ")}  ------`);
   for (const r of rows) {
-    const ratio = `${((r.rate / ceiling) * 100).toFixed(1)} %`;
-    console.log(
-      `${r.name.padEnd(w)}  ${Math.round(r.rate).toLocaleString("en-US").padStart(10)}  ${ratio.padStart(8)}  ${r.detail}`,
-    );
+    const cells = [
+      Math.round(r.rate).toLocaleString("en-US"),
+      `${((r.rate / ceiling) * 100).toFixed(1)} %`,
+      r.redisUs.toFixed(1),
+      r.apiUs.toFixed(1),
+    ];
+    console.log(`${r.name.padEnd(w)}  ${cells.map((c) => c.padStart(11)).join("  ")}  ${r.detail}`);
   }
-  const batchBest = Math.max(...rows.filter((r) => r.name.startsWith("batch")).map((r) => r.rate));
+  const batchRows = rows.filter((r) => r.name.startsWith("batch"));
+  if (batchRows.length === 0) return;
+  const batchBest = Math.max(...batchRows.map((r) => r.rate));
   const direct = rows.find((r) => r.name.startsWith("store.ingest"))?.rate ?? Number.NaN;
   console.log(`\nbatch / raw XADD = ${((batchBest / ceiling) * 100).toFixed(1)} % (target ≥ 40 %)`);
   console.log(`batch over HTTP / store.ingest direct = ${((batchBest / direct) * 100).toFixed(1)} %`);
+  const rawRow = rows[0];
+  const bestBatchRow = rows.filter((r) => r.name.startsWith("batch")).sort((a, b) => a.redisUs - b.redisUs)[0];
+  if (rawRow && bestBatchRow) {
+    console.log(
+      `Redis CPU per event: raw XADD ${rawRow.redisUs.toFixed(1)} µs, batch ingest ${bestBatchRow.redisUs.toFixed(1)} µs` +
+        ` (${(bestBatchRow.redisUs / rawRow.redisUs).toFixed(0)} XADDs' worth); API CPU per batched event ${bestBatchRow.apiUs.toFixed(1)} µs`,
+    );
+  }
 }
 
 type StartRedis = (opts: { aof?: boolean; fsync?: "always" | "everysec" | "no" }) => Promise<{
