@@ -41,8 +41,8 @@ interface LoadResult {
   requests: number;
   failures: Record<string, number>;
   seconds: number;
-  p50Ms: number;
-  p99Ms: number;
+  p50Ms: number | null;
+  p99Ms: number | null;
 }
 
 const KEY = "pk_bench";
@@ -318,7 +318,7 @@ async function main(): Promise<void> {
         rate: result.accepted / result.seconds,
         redisUs: run.redisUsPerEvent,
         apiUs: run.apiUsPerEvent,
-        detail: `${Math.round(result.requests / result.seconds)} req/s, p50 ${result.p50Ms.toFixed(1)} ms, p99 ${result.p99Ms.toFixed(1)} ms${failures ? `, failed: ${failures}` : ""}`,
+        detail: `${Math.round(result.requests / result.seconds)} req/s, p50 ${ms(result.p50Ms)}, p99 ${ms(result.p99Ms)}${failures ? `, failed: ${failures}` : ""}`,
       });
       log(`${s.name}: ${Math.round(result.accepted / result.seconds)} events/s`);
     }
@@ -365,6 +365,11 @@ async function main(): Promise<void> {
         ` (${(bestBatchRow.redisUs / rawRow.redisUs).toFixed(0)} XADDs' worth); API CPU per batched event ${bestBatchRow.apiUs.toFixed(1)} µs`,
     );
   }
+}
+
+/** A latency for the table (`—` when no request completed in the window; JSON turns NaN into null). */
+function ms(value: number | null): string {
+  return value === null || Number.isNaN(value) ? "—" : `${value.toFixed(1)} ms`;
 }
 
 type StartRedis = (opts: { aof?: boolean; fsync?: "always" | "everysec" | "no" }) => Promise<{
