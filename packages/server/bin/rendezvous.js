@@ -10,6 +10,7 @@ const early = [];
 const remember = (signal) => early.push(signal);
 process.on("SIGTERM", remember);
 process.on("SIGINT", remember);
+if (process.env.RENDEZVOUS_TRACE_BOOT) process.stderr.write("rendezvous: loading (signals are held)\n");
 globalThis.__rendezvousEarlySignals = {
   signals: early,
   release: () => {

@@ -15,7 +15,7 @@ import { describe, expect, it } from "vitest";
 
 const CONFIG: ConfigInput = { partitions: 4, claimIdleMs: 500, tenants: { acme: { hostKeys: ["hk_acme_test"] } } };
 
-function setup() {
+function setup(extraEnv: Record<string, string> = {}) {
   const prefix = uniquePrefix("c");
   const dir = mkdtempSync(join(tmpdir(), "rdv-crash-"));
   const configFile = join(dir, "config.json");
@@ -31,6 +31,7 @@ function setup() {
     spawnCli([name, "--config", configFile, "--redis-url", redisUrl(), "--port", "0"], {
       RENDEZVOUS_PREFIX: prefix,
       RENDEZVOUS_FAILPOINTS: failpoint,
+      ...extraEnv,
     });
   return { prefix, res, role };
 }
@@ -170,8 +171,10 @@ describe("crash recovery with real role processes", () => {
 describe("SIGTERM", () => {
   it("drains and exits 0, also when it arrives while the process is still starting", async () => {
     const { role } = setup();
-    const early = role("start");
-    await new Promise((r) => setTimeout(r, 500)); // node is up, the sources are still loading
+    const { role: tracedRole } = setup({ RENDEZVOUS_TRACE_BOOT: "1" });
+    const early = tracedRole("start");
+    await early.waitFor(/loading \(signals are held\)/); // the bin runs; the sources still load
+    expect(early.output()).not.toContain("listening on");
     expect((await early.terminate()).code).toBe(0);
     const started = role("start");
     await started.waitFor(/listening on/);
