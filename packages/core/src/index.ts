@@ -1,3 +1,4 @@
+export { type BatchCommand, type BatchReply, execBatch, hashTag } from "./batch.js";
 export { Code, type CodeName, type CodeValue } from "./codes.js";
 export {
   Config,
@@ -31,7 +32,16 @@ export { DISPATCHER_GROUP, KeyLayout, MATCHER_GROUP, type PartitionKeys } from "
 export { createLogger, type Logger, REDACT_PATHS } from "./logger.js";
 export { createMetrics, type Metrics } from "./metrics.js";
 export { iso, toEventRecord, toWait } from "./records.js";
-export { createBlockingRedis, createRedis, type RedisConnectionOptions } from "./redis.js";
+export {
+  createBlockingRedis,
+  createRedis,
+  isCluster,
+  isClusterUrl,
+  parseRedisUrl,
+  type RedisConnectionOptions,
+  type RedisLike,
+  type RedisTarget,
+} from "./redis.js";
 export {
   freePort,
   type RedisServer,
@@ -39,7 +49,7 @@ export {
   type RedisServerOptions,
   startRedisServer,
 } from "./redis-server.js";
-export { createResources, type ResourceOptions, type Resources } from "./resources.js";
+export { createResources, queuePrefixFor, type ResourceOptions, type Resources } from "./resources.js";
 export {
   Consumption,
   CorrelationId,
@@ -57,7 +67,7 @@ export {
   WaitSpec,
   WaitState,
 } from "./schemas.js";
-export { defineScripts, type RedisLike } from "./scripts.js";
+export { defineScripts } from "./scripts.js";
 export {
   type ConsumeResult,
   type DeliverRequest,

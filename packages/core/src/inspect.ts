@@ -3,6 +3,9 @@
  * keyspace), the evidence `explain` needs, backlog per partition, and the stored
  * partition count. Nothing here changes state.
  */
+
+import type { ChainableCommander } from "ioredis";
+import { execBatch } from "./batch.js";
 import { decodeParts, encodeParts } from "./encoding.js";
 import { RendezvousError } from "./errors.js";
 import { MATCHER_GROUP } from "./keys.js";
@@ -143,16 +146,16 @@ export interface PartitionBacklog {
   oldestUnprocessedAgeMs: number | null;
 }
 
-/** Backlog of the given partitions: two pipelined round trips for all. */
+/** Backlog of the given partitions: two pipelined round trips for all (per slot on a cluster). */
 export async function partitionBacklog(store: Store, partitions: number[]): Promise<PartitionBacklog[]> {
   const keys = partitions.map((p) => store.keys.partition(p).stream);
-  const first = store.redis.pipeline();
-  first.time();
-  for (const key of keys) {
-    first.xinfo("GROUPS", key);
-    first.xpending(key, MATCHER_GROUP);
-  }
-  const r1 = (await first.exec()) ?? [];
+  const r1 = await execBatch(store.redis, [
+    { key: null, add: (p) => p.time() },
+    ...keys.flatMap((key) => [
+      { key, add: (p: ChainableCommander) => p.xinfo("GROUPS", key) },
+      { key, add: (p: ChainableCommander) => p.xpending(key, MATCHER_GROUP) },
+    ]),
+  ]);
   const [sec, usec] = (r1[0]?.[1] ?? ["0", "0"]) as [string, string];
   const now = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
   const state = keys.map((key, i) => {
@@ -167,9 +170,10 @@ export async function partitionBacklog(store: Store, partitions: number[]): Prom
     return { key, lastDelivered, lag: typeof lag === "number" ? lag : null, pending: count, minPending };
   });
   // the first entry not yet delivered to any matcher, per partition
-  const second = store.redis.pipeline();
-  for (const st of state) second.xrange(st.key, `(${st.lastDelivered}`, "+", "COUNT", 1);
-  const r2 = (await second.exec()) ?? [];
+  const r2 = await execBatch(
+    store.redis,
+    state.map((st) => ({ key: st.key, add: (p) => p.xrange(st.key, `(${st.lastDelivered}`, "+", "COUNT", 1) })),
+  );
   return partitions.map((partition, i) => {
     const st = state[i] as (typeof state)[number];
     const [, next] = r2[i] ?? [null, null];
@@ -211,11 +215,13 @@ export async function nearMisses(
   perPartition = 200,
 ): Promise<NearMiss[]> {
   const prefix = encodeParts(tenant);
-  const pipeline = store.redis.pipeline();
-  for (const p of store.keys.allPartitions()) {
-    pipeline.zrangebylex(store.keys.partition(p).inbox, `[${prefix}`, `(${prefix}\xff`, "LIMIT", 0, perPartition);
-  }
-  const results = (await pipeline.exec()) ?? [];
+  const results = await execBatch(
+    store.redis,
+    store.keys.allPartitions().map((p) => {
+      const key = store.keys.partition(p).inbox;
+      return { key, add: (pl) => pl.zrangebylex(key, `[${prefix}`, `(${prefix}\xff`, "LIMIT", 0, perPartition) };
+    }),
+  );
   const misses: NearMiss[] = [];
   for (const [err, members] of results) {
     if (err) throw err;

@@ -1,11 +1,10 @@
 /**
  * The resources bag every system (ingest, match, deadline, dispatch) is built from.
  */
-import type { Redis } from "ioredis";
 import type { Config } from "./config.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createMetrics, type Metrics } from "./metrics.js";
-import { createBlockingRedis, createRedis } from "./redis.js";
+import { createBlockingRedis, createRedis, isClusterUrl, type RedisLike } from "./redis.js";
 import { Store } from "./store.js";
 
 export interface Resources {
@@ -13,12 +12,19 @@ export interface Resources {
   readonly config: Config;
   readonly logger: Logger;
   readonly metrics: Metrics;
-  /** key prefix of every Redis key and of the BullMQ queues */
+  /** key prefix of every Redis key (`{<prefix>:p<N>}:…`) */
   readonly prefix: string;
+  /**
+   * BullMQ prefix of the queues: `<prefix>` on a single Redis, `{<prefix>}` on a
+   * cluster (every key of a BullMQ queue must share one slot; see queuePrefixFor).
+   */
+  readonly queuePrefix: string;
+  /** connected to a Redis Cluster (`redis+cluster://`) */
+  readonly cluster: boolean;
   /** the shared command connection */
-  readonly redis: Redis;
+  readonly redis: RedisLike;
   /** opens another connection to the same Redis, closed by `close()` */
-  connect(purpose: string, opts?: { blocking?: boolean }): Redis;
+  connect(purpose: string, opts?: { blocking?: boolean }): RedisLike;
   /** closes every connection opened through this bag */
   close(): Promise<void>;
 }
@@ -34,10 +40,21 @@ export interface ResourceOptions {
   clock?: () => number | undefined;
 }
 
+/**
+ * The BullMQ prefix for a key prefix. BullMQ names a queue's keys
+ * `<prefix>:<queue>:<suffix>` and its Lua scripts touch several of them at once, so
+ * on a cluster they must share a slot: the prefix becomes the hash tag `{<prefix>}`
+ * (every queue of the deployment in that slot). A single Redis keeps `<prefix>`.
+ */
+export function queuePrefixFor(prefix: string, cluster: boolean): string {
+  return cluster ? `{${prefix}}` : prefix;
+}
+
 export function createResources(opts: ResourceOptions): Resources {
   const prefix = opts.prefix ?? "rdv";
-  const opened: Redis[] = [];
-  const connect = (purpose: string, o: { blocking?: boolean } = {}): Redis => {
+  const cluster = isClusterUrl(opts.redisUrl);
+  const opened: RedisLike[] = [];
+  const connect = (purpose: string, o: { blocking?: boolean } = {}): RedisLike => {
     const name = `rendezvous:${purpose}`;
     const conn = o.blocking ? createBlockingRedis(opts.redisUrl, { name }) : createRedis(opts.redisUrl, { name });
     opened.push(conn);
@@ -50,6 +67,8 @@ export function createResources(opts: ResourceOptions): Resources {
     logger: opts.logger ?? createLogger(),
     metrics: opts.metrics ?? createMetrics(),
     prefix,
+    queuePrefix: queuePrefixFor(prefix, cluster),
+    cluster,
     redis,
     connect,
     async close() {

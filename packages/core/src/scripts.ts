@@ -3,11 +3,12 @@
  * KEYS and ARGV order follows the script header line by line, and `runScript` which
  * calls the versioned command (EVALSHA with EVAL fallback, via ioredis defineCommand).
  */
-import type { ChainableCommander, Cluster, Redis } from "ioredis";
+import type { ChainableCommander } from "ioredis";
 import { luaScripts, type ScriptName } from "./generated/lua.js";
 import type { PartitionKeys } from "./keys.js";
+import type { RedisLike } from "./redis.js";
 
-export type RedisLike = Redis | Cluster;
+export type { RedisLike };
 export type Commander = RedisLike | ChainableCommander;
 
 export interface ScriptCall {

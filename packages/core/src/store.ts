@@ -4,6 +4,7 @@
  * allows) and turns their replies into typed results. It never reads, changes and
  * writes wait state itself.
  */
+import { type BatchCommand, execBatch } from "./batch.js";
 import { Code } from "./codes.js";
 import { type Config, retentionFor } from "./config.js";
 import { canonicalJson, digest, encodeParts } from "./encoding.js";
@@ -151,13 +152,22 @@ export class Store {
     return asReply(await runScript(this.redis, call), call.script);
   }
 
-  /** Runs several scripts in one round trip; a script error becomes a thrown error. */
+  /**
+   * Runs several scripts in one round trip (on a cluster: one pipeline per partition,
+   * concurrently); a script error becomes a thrown error.
+   */
   private async runAll(calls: ScriptCall[]): Promise<Reply[]> {
     if (calls.length === 0) return [];
     if (calls.length === 1) return [await this.run(calls[0] as ScriptCall)];
-    const pipeline = this.redis.pipeline();
-    for (const call of calls) void runScript(pipeline as Commander, call);
-    const results = (await pipeline.exec()) ?? [];
+    const results = await execBatch(
+      this.redis,
+      calls.map(
+        (call): BatchCommand => ({
+          key: call.keys[0] ?? null,
+          add: (pipeline) => void runScript(pipeline as Commander, call),
+        }),
+      ),
+    );
     return results.map(([err, value], i) => {
       if (err) throw err;
       return asReply(value, calls[i]?.script ?? "?");
@@ -285,11 +295,14 @@ export class Store {
     }
 
     if (toFetch.length > 0) {
-      const pipeline = this.redis.pipeline();
-      for (const { rec, index } of toFetch) {
-        pipeline.hget(this.keys.partition(rec.mp).events, `e:${(items[index] as (typeof items)[number]).eventKey}`);
-      }
-      const fetched = (await pipeline.exec()) ?? [];
+      const fetched = await execBatch(
+        this.redis,
+        toFetch.map(({ rec, index }) => {
+          const key = this.keys.partition(rec.mp).events;
+          const field = `e:${(items[index] as (typeof items)[number]).eventKey}`;
+          return { key, add: (pipeline) => pipeline.hget(key, field) };
+        }),
+      );
       toFetch.forEach(({ index, rec }, j) => {
         const [err, raw] = fetched[j] ?? [null, null];
         if (err) throw err;
@@ -482,13 +495,15 @@ export class Store {
   /** Several waits by id, any tenant (internal: dispatcher), in one round trip; null where missing. */
   async getWaits(waitIds: string[]): Promise<Array<Wait | null>> {
     if (waitIds.length === 0) return [];
-    const pipeline = this.redis.pipeline();
-    for (const id of waitIds) {
-      const p = this.keys.waitPartition(id);
-      if (p === null) pipeline.echo("");
-      else pipeline.hget(this.keys.partition(p).waits, id);
-    }
-    const results = (await pipeline.exec()) ?? [];
+    const results = await execBatch(
+      this.redis,
+      waitIds.map((id): BatchCommand => {
+        const p = this.keys.waitPartition(id);
+        if (p === null) return { key: null, add: (pipeline) => pipeline.echo("") };
+        const key = this.keys.partition(p).waits;
+        return { key, add: (pipeline) => pipeline.hget(key, id) };
+      }),
+    );
     return results.map(([err, raw], i) => {
       if (err) throw err;
       return raw ? toWait(waitIds[i] as string, parseWait(raw)) : null;

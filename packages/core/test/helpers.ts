@@ -1,10 +1,9 @@
 import { redisUrl, trackOpen, uniquePrefix } from "@rendezvous/testkit";
-import type { Redis } from "ioredis";
-import { type ConfigInput, createRedis, type EventInput, parseConfig, Store } from "../src/index.js";
+import { type ConfigInput, createRedis, type EventInput, parseConfig, type RedisLike, Store } from "../src/index.js";
 
 export interface Harness {
   store: Store;
-  redis: Redis;
+  redis: RedisLike;
   prefix: string;
   /** the fixed clock (ms); move it with `tick` */
   clock: { now: number };
