@@ -1,12 +1,15 @@
 /**
- * A consumer-group loop over the partition streams: one blocking connection serves
- * every partition with one XREADGROUP; stale entries of dead consumers are claimed
- * with XAUTOCLAIM after `claimIdleMs`; streams are trimmed only below what the group
- * has processed. The handler processes AND acknowledges a partition's entries.
+ * A consumer-group loop over the partition streams. On a single Redis one blocking
+ * connection serves every partition with one XREADGROUP; on a Redis Cluster a
+ * multi-stream read would span slots, so each partition stream gets its own reader
+ * (one blocking connection and one XREADGROUP per partition). Stale entries of dead
+ * consumers are claimed with XAUTOCLAIM after `claimIdleMs`; streams are trimmed
+ * only below what the group has processed (both pipelined, per slot on a cluster).
+ * The handler processes AND acknowledges a partition's entries.
  */
 import { hostname } from "node:os";
-import type { Logger } from "@rendezvous/core";
-import type { Redis } from "ioredis";
+import { execBatch, isCluster, type Logger, type RedisLike } from "@rendezvous/core";
+import type { ChainableCommander } from "ioredis";
 
 export interface StreamEntry {
   id: string;
@@ -17,9 +20,12 @@ export interface StreamEntry {
 export interface ConsumerLoopOptions {
   name: string;
   /** command connection (XACK, XAUTOCLAIM, XTRIM, XGROUP) */
-  redis: Redis;
-  /** dedicated connection for the blocking XREADGROUP */
-  blocking: Redis;
+  redis: RedisLike;
+  /**
+   * Opens a dedicated connection for blocking XREADGROUP: called once on a single
+   * Redis, once per partition stream on a cluster (at start).
+   */
+  blocking: (purpose: string) => RedisLike;
   group: string;
   /** stream key of each partition */
   streams: Array<{ partition: number; key: string }>;
@@ -63,6 +69,7 @@ export class ConsumerLoop {
   #timers: NodeJS.Timeout[] = [];
   #inflight = new Set<Promise<void>>();
   #byKey: Map<string, number>;
+  #readers: Array<{ conn: RedisLike; keys: string[] }> = [];
 
   constructor(opts: ConsumerLoopOptions) {
     this.consumer = opts.consumer ?? `${hostname()}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
@@ -80,11 +87,20 @@ export class ConsumerLoop {
     return this.#running;
   }
 
+  /** Blocking connections in use: 1 on a single Redis, one per partition stream on a cluster. */
+  get readers(): number {
+    return this.#readers.length;
+  }
+
   /** Creates the consumer groups (from the start of each stream) if missing. */
   async ensureGroups(): Promise<void> {
-    const pipeline = this.#o.redis.pipeline();
-    for (const { key } of this.#o.streams) pipeline.xgroup("CREATE", key, this.#o.group, "0", "MKSTREAM");
-    const results = (await pipeline.exec()) ?? [];
+    const results = await execBatch(
+      this.#o.redis,
+      this.#o.streams.map(({ key }) => ({
+        key,
+        add: (p: ChainableCommander) => p.xgroup("CREATE", key, this.#o.group, "0", "MKSTREAM"),
+      })),
+    );
     for (const [err] of results) {
       if (err && !String(err.message).includes("BUSYGROUP")) throw err;
     }
@@ -92,8 +108,15 @@ export class ConsumerLoop {
 
   async start(): Promise<void> {
     await this.ensureGroups();
+    const keys = this.#o.streams.map((s) => s.key);
+    // a multi-key XREADGROUP must stay in one slot on a cluster: one reader per partition there
+    const groups = isCluster(this.#o.redis) ? keys.map((k) => [k]) : [keys];
+    this.#readers = groups.map((g, i) => ({
+      conn: this.#o.blocking(groups.length === 1 ? `${this.#o.name}-read` : `${this.#o.name}-read-${i}`),
+      keys: g,
+    }));
     this.#running = true;
-    this.#loop = this.#readLoop();
+    this.#loop = Promise.all(this.#readers.map((r) => this.#readLoop(r.conn, r.keys))).then(() => undefined);
     const every = (ms: number, fn: () => Promise<unknown>) => {
       const t = setInterval(() => {
         if (this.#running) this.#track(fn().then(() => undefined));
@@ -111,7 +134,7 @@ export class ConsumerLoop {
     this.#running = false;
     for (const t of this.#timers) clearInterval(t);
     this.#timers = [];
-    this.#o.blocking.disconnect();
+    for (const r of this.#readers) r.conn.disconnect();
     await this.#loop;
     while (this.#inflight.size > 0) await Promise.allSettled([...this.#inflight]);
   }
@@ -122,13 +145,12 @@ export class ConsumerLoop {
     void tracked.finally(() => this.#inflight.delete(tracked));
   }
 
-  async #readLoop(): Promise<void> {
-    const keys = this.#o.streams.map((s) => s.key);
+  async #readLoop(conn: RedisLike, keys: string[]): Promise<void> {
     const ids = keys.map(() => ">");
     while (this.#running) {
       let reply: unknown;
       try {
-        reply = await this.#o.blocking.xreadgroup(
+        reply = await conn.xreadgroup(
           "GROUP",
           this.#o.group,
           this.consumer,
@@ -175,11 +197,14 @@ export class ConsumerLoop {
 
   /** Claims entries idle longer than claimIdleMs (a dead consumer's) and processes them. */
   async claimStale(): Promise<number> {
-    const pipeline = this.#o.redis.pipeline();
-    for (const { key } of this.#o.streams) {
-      pipeline.xautoclaim(key, this.#o.group, this.consumer, this.#o.claimIdleMs, "0-0", "COUNT", this.#o.count);
-    }
-    const results = (await pipeline.exec()) ?? [];
+    const results = await execBatch(
+      this.#o.redis,
+      this.#o.streams.map(({ key }) => ({
+        key,
+        add: (p: ChainableCommander) =>
+          p.xautoclaim(key, this.#o.group, this.consumer, this.#o.claimIdleMs, "0-0", "COUNT", this.#o.count),
+      })),
+    );
     let claimed = 0;
     await Promise.all(
       results.map(async ([err, value], i) => {
@@ -201,14 +226,14 @@ export class ConsumerLoop {
 
   /** Trims each stream below the oldest entry the group has not acknowledged. */
   async trim(): Promise<void> {
-    const pipeline = this.#o.redis.pipeline();
-    for (const { key } of this.#o.streams) {
-      pipeline.xinfo("GROUPS", key);
-      pipeline.xpending(key, this.#o.group);
-    }
-    const results = (await pipeline.exec()) ?? [];
-    const trims = this.#o.redis.pipeline();
-    let n = 0;
+    const results = await execBatch(
+      this.#o.redis,
+      this.#o.streams.flatMap(({ key }) => [
+        { key, add: (p: ChainableCommander) => p.xinfo("GROUPS", key) },
+        { key, add: (p: ChainableCommander) => p.xpending(key, this.#o.group) },
+      ]),
+    );
+    const trims: Array<{ key: string; add: (p: ChainableCommander) => unknown }> = [];
     this.#o.streams.forEach(({ key }, i) => {
       const [infoErr, info] = results[2 * i] ?? [null, null];
       const [pendErr, pending] = results[2 * i + 1] ?? [null, null];
@@ -219,9 +244,8 @@ export class ConsumerLoop {
       const [count, minPending] = pending as [number, string | null];
       const minId = count > 0 && minPending ? minPending : nextId(lastDelivered);
       if (minId === "0-1") return;
-      trims.xtrim(key, "MINID", "~", minId);
-      n++;
+      trims.push({ key, add: (p) => p.xtrim(key, "MINID", "~", minId) });
     });
-    if (n > 0) await trims.exec();
+    await execBatch(this.#o.redis, trims);
   }
 }

@@ -7,9 +7,8 @@
  * and adds nothing.
  */
 import { createHmac } from "node:crypto";
-import { DISPATCHER_GROUP, failpoint, type Resources, type Wait } from "@rendezvous/core";
+import { DISPATCHER_GROUP, failpoint, type RedisLike, type Resources, type Wait } from "@rendezvous/core";
 import { type Job, Queue, Worker } from "bullmq";
-import type { Redis } from "ioredis";
 import { ConsumerLoop, type StreamEntry } from "./consumer-loop.js";
 
 /** Queue of a tenant's continuations (API.md, Continuations). */
@@ -51,7 +50,7 @@ export class Dispatcher {
   readonly #res: Resources;
   readonly #opts: DispatcherOptions;
   readonly loop: ConsumerLoop;
-  readonly #queueConn: Redis;
+  readonly #queueConn: RedisLike;
   readonly #queues = new Map<string, Queue>();
   #webhookWorker: Worker<WebhookJob> | undefined;
 
@@ -63,7 +62,7 @@ export class Dispatcher {
     this.loop = new ConsumerLoop({
       name: "dispatcher",
       redis: res.redis,
-      blocking: res.connect("dispatcher-read", { blocking: true }),
+      blocking: (purpose) => res.connect(purpose, { blocking: true }),
       group: DISPATCHER_GROUP,
       streams: (opts.partitions ?? layout.allPartitions()).map((p) => ({
         partition: p,
@@ -81,7 +80,9 @@ export class Dispatcher {
   queue(name: string): Queue {
     let q = this.#queues.get(name);
     if (!q) {
-      q = new Queue(name, { connection: this.#queueConn, prefix: this.#res.prefix });
+      q = new Queue(name, { connection: this.#queueConn, prefix: this.#res.queuePrefix });
+      // connection trouble (Redis restart, cluster failover) is retried by the client; log, don't crash
+      q.on("error", (err) => this.#res.logger.warn({ err, queue: name }, "queue connection error"));
       this.#queues.set(name, q);
     }
     return q;
@@ -93,9 +94,10 @@ export class Dispatcher {
     if (concurrency > 0 && hasWebhooks) {
       this.#webhookWorker = new Worker<WebhookJob>(WEBHOOK_QUEUE, (job) => this.#sendWebhook(job), {
         connection: this.#res.connect("dispatcher-webhooks", { blocking: true }),
-        prefix: this.#res.prefix,
+        prefix: this.#res.queuePrefix,
         concurrency,
       });
+      this.#webhookWorker.on("error", (err) => this.#res.logger.warn({ err }, "webhook worker error"));
       this.#webhookWorker.on("failed", (job, err) =>
         this.#res.logger.warn({ err, waitId: job?.data.waitId, attempt: job?.attemptsMade }, "webhook delivery failed"),
       );

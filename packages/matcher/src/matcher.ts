@@ -28,7 +28,7 @@ export class Matcher {
     this.loop = new ConsumerLoop({
       name: "matcher",
       redis: res.redis,
-      blocking: res.connect("matcher-read", { blocking: true }),
+      blocking: (purpose) => res.connect(purpose, { blocking: true }),
       group: MATCHER_GROUP,
       streams: partitions.map((p) => ({ partition: p, key: layout.partition(p).stream })),
       handle: (p, key, entries) => this.#handle(p, key, entries),

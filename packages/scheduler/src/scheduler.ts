@@ -7,7 +7,7 @@
  * deadlines coming up and fires overdue waits whose job went missing, so a crash
  * between registering a wait and scheduling its job loses nothing.
  */
-import { failpoint, type Resources } from "@rendezvous/core";
+import { execBatch, failpoint, type Resources } from "@rendezvous/core";
 import { type Job, Queue, Worker } from "bullmq";
 
 /** Queue of timeout bucket jobs. */
@@ -63,8 +63,10 @@ export class Scheduler {
     this.#log = res.logger.child({ system: "scheduler" });
     this.queue = new Queue<BucketJob>(TIMEOUT_QUEUE, {
       connection: res.connect("scheduler-queue", { blocking: true }),
-      prefix: res.prefix,
+      prefix: res.queuePrefix,
     });
+    // connection trouble (Redis restart, cluster failover) is retried by the client; log, don't crash
+    this.queue.on("error", (err) => this.#log.warn({ err }, "timeout queue connection error"));
   }
 
   /**
@@ -96,9 +98,10 @@ export class Scheduler {
   async start(): Promise<void> {
     this.#worker = new Worker<BucketJob>(TIMEOUT_QUEUE, (job) => this.#fire(job), {
       connection: this.#res.connect("scheduler-worker", { blocking: true }),
-      prefix: this.#res.prefix,
+      prefix: this.#res.queuePrefix,
       concurrency: this.#o.concurrency,
     });
+    this.#worker.on("error", (err) => this.#log.warn({ err }, "timeout worker error"));
     this.#worker.on("failed", (job, err) => this.#log.error({ err, job: job?.id }, "timeout bucket failed"));
     await this.#worker.waitUntilReady();
     const tick = () => {
@@ -168,19 +171,17 @@ export class Scheduler {
   async sweep(): Promise<{ scheduled: number; fired: number }> {
     const now = Date.now();
     for (const [id, at] of this.#added) if (at < now - 60_000) this.#added.delete(id);
-    const pipeline = this.#res.redis.pipeline();
-    for (const p of this.#o.partitions) {
-      pipeline.zrangebyscore(
-        this.#res.store.keys.partition(p).deadlines,
-        "-inf",
-        now + this.#o.lookaheadMs,
-        "WITHSCORES",
-        "LIMIT",
-        0,
-        this.#o.batch * 5,
-      );
-    }
-    const results = (await pipeline.exec()) ?? [];
+    const results = await execBatch(
+      this.#res.redis,
+      this.#o.partitions.map((p) => {
+        const key = this.#res.store.keys.partition(p).deadlines;
+        return {
+          key,
+          add: (pl) =>
+            pl.zrangebyscore(key, "-inf", now + this.#o.lookaheadMs, "WITHSCORES", "LIMIT", 0, this.#o.batch * 5),
+        };
+      }),
+    );
     const upcoming: Array<{ partition: number; deadline: number }> = [];
     let fired = 0;
     for (const [i, [err, flat]] of results.entries()) {
