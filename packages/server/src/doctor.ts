@@ -1,7 +1,9 @@
 /**
- * `rendezvous doctor`: checks the Redis a deployment runs on. Exit 1 on a problem.
+ * `rendezvous doctor`: checks the Redis a deployment runs on (each master of a
+ * cluster). Exit 1 on a problem.
  */
-import { type Config, createRedis, KeyLayout, Store, storedPartitionCount } from "@rendezvous/core";
+import { type Config, createRedis, isCluster, KeyLayout, Store, storedPartitionCount } from "@rendezvous/core";
+import type { Redis } from "ioredis";
 
 export interface Check {
   name: string;
@@ -19,43 +21,86 @@ function parseInfo(info: string): Map<string, string> {
   return out;
 }
 
+interface NodeFacts {
+  node: string;
+  version: string;
+  aof: boolean;
+  fsync: string;
+  policy: string;
+  /** CLUSTER INFO cluster_state, on a cluster */
+  clusterState?: string;
+}
+
+async function nodeFacts(node: Redis, name: string, cluster: boolean): Promise<NodeFacts> {
+  const server = parseInfo(await node.info("server"));
+  const persistence = parseInfo(await node.info("persistence"));
+  const memory = parseInfo(await node.info("memory"));
+  const fsync = ((await node.config("GET", "appendfsync")) as string[])[1] ?? "?";
+  const clusterState = cluster ? parseInfo(String(await node.cluster("INFO"))).get("cluster_state") : undefined;
+  return {
+    node: name,
+    version: server.get("redis_version") ?? server.get("valkey_version") ?? "unknown",
+    aof: persistence.get("aof_enabled") === "1",
+    fsync,
+    policy: memory.get("maxmemory_policy") ?? "?",
+    clusterState,
+  };
+}
+
+/** One value when every node agrees, else `node=value` per node. */
+function summary(facts: NodeFacts[], pick: (f: NodeFacts) => string): string {
+  const values = new Set(facts.map(pick));
+  if (values.size === 1) return `${[...values][0]}${facts.length > 1 ? ` (all ${facts.length} masters)` : ""}`;
+  return facts.map((f) => `${f.node}=${pick(f)}`).join(", ");
+}
+
+/**
+ * Checks a single Redis, or every master of a Redis Cluster (`redis+cluster://`):
+ * a cluster passes only if each master does, and its state is `ok`.
+ */
 export async function runDoctor(redisUrl: string, config: Config, prefix: string): Promise<Check[]> {
-  const redis = createRedis(redisUrl, { name: "rendezvous:doctor", options: { maxRetriesPerRequest: 1 } });
+  const redis = createRedis(redisUrl, {
+    name: "rendezvous:doctor",
+    options: { maxRetriesPerRequest: 1 },
+    clusterOptions: { clusterRetryStrategy: (times) => (times > 3 ? null : 200), maxRedirections: 16 },
+  });
   try {
-    const server = parseInfo(await redis.info("server"));
-    const persistence = parseInfo(await redis.info("persistence"));
-    const memory = parseInfo(await redis.info("memory"));
-    const version = server.get("redis_version") ?? server.get("valkey_version") ?? "unknown";
-    const [major = 0, minor = 0] = version.split(".").map(Number);
-    const aof = persistence.get("aof_enabled") === "1";
-    const fsync = ((await redis.config("GET", "appendfsync")) as string[])[1] ?? "?";
-    const policy = memory.get("maxmemory_policy") ?? "?";
+    await redis.ping();
+    const cluster = isCluster(redis);
+    const nodes: Array<{ name: string; conn: Redis }> = cluster
+      ? redis.nodes("master").map((n) => ({ name: `${n.options.host}:${n.options.port}`, conn: n }))
+      : [{ name: redisUrl, conn: redis as Redis }];
+    const facts = await Promise.all(nodes.map((n) => nodeFacts(n.conn, n.name, cluster)));
     const store = new Store({ redis, config, prefix });
     const stored = await storedPartitionCount(store);
     const layout = new KeyLayout(prefix, config.partitions);
-    return [
+    const versionOk = (v: string) => {
+      const [major = 0] = v.split(".").map(Number);
+      return major >= 7;
+    };
+    const checks: Check[] = [
       {
         name: "redis version",
-        ok: major > 7 || (major === 7 && minor >= 0),
-        value: version,
+        ok: facts.every((f) => versionOk(f.version)),
+        value: summary(facts, (f) => f.version),
         advice: "Redis 7.0 or later (XAUTOCLAIM deleted-entry reply, consumer-group lag)",
       },
       {
         name: "aof",
-        ok: aof,
-        value: aof ? "on" : "off",
+        ok: facts.every((f) => f.aof),
+        value: summary(facts, (f) => (f.aof ? "on" : "off")),
         advice: "appendonly yes: without AOF a restart of Redis loses waits and events",
       },
       {
         name: "appendfsync",
-        ok: aof && (fsync === "always" || fsync === "everysec"),
-        value: fsync,
+        ok: facts.every((f) => f.aof && (f.fsync === "always" || f.fsync === "everysec")),
+        value: summary(facts, (f) => f.fsync),
         advice: "always (no loss) or everysec (up to 1 s lost on a crash of the host)",
       },
       {
         name: "maxmemory-policy",
-        ok: policy === "noeviction",
-        value: policy,
+        ok: facts.every((f) => f.policy === "noeviction"),
+        value: summary(facts, (f) => f.policy),
         advice: "noeviction: any eviction policy silently drops waits and events",
       },
       {
@@ -68,6 +113,15 @@ export async function runDoctor(redisUrl: string, config: Config, prefix: string
         advice: "the configured partition count must equal the one stored on first start",
       },
     ];
+    if (cluster) {
+      checks.push({
+        name: "cluster state",
+        ok: facts.every((f) => f.clusterState === "ok"),
+        value: summary(facts, (f) => f.clusterState ?? "?"),
+        advice: "every slot must be served (cluster_state:ok); check CLUSTER INFO and CLUSTER NODES",
+      });
+    }
+    return checks;
   } finally {
     redis.disconnect();
   }

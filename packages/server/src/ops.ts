@@ -2,7 +2,7 @@
  * The operations routes every role serves: /healthz (process up), /readyz (Redis
  * reachable, roles running), /metrics (Prometheus). No credentials.
  */
-import { partitionBacklog, RendezvousError, type Resources } from "@rendezvous/core";
+import { execBatch, partitionBacklog, RendezvousError, type Resources } from "@rendezvous/core";
 import type { FastifyInstance } from "fastify";
 import { Gauge } from "prom-client";
 
@@ -15,8 +15,11 @@ export interface OpsOptions {
 
 const installed = new WeakSet<object>();
 
+/** The command connection is up (else a command waits through the reconnection attempts). */
+const connected = (res: Resources): boolean => res.redis.status === "ready";
+
 /**
- * Gauges read from Redis at scrape time (pipelined over the partitions): waits by
+ * Gauges read from Redis at scrape time (pipelined over the partitions, per slot on a cluster): waits by
  * state (waiting / settled and still retained) and stream lag per partition.
  */
 export function installStateGauges(res: Resources): void {
@@ -30,13 +33,17 @@ export function installStateGauges(res: Resources): void {
     labelNames: ["state"],
     registers: [registry],
     async collect() {
-      const pipeline = res.redis.pipeline();
-      for (const p of partitions) {
-        const k = res.store.keys.partition(p);
-        pipeline.zcard(k.waiting);
-        pipeline.zcard(k.done);
-      }
-      const results = (await pipeline.exec()) ?? [];
+      if (!connected(res)) return; // keep the last values rather than hang the scrape
+      const results = await execBatch(
+        res.redis,
+        partitions.flatMap((p) => {
+          const k = res.store.keys.partition(p);
+          return [
+            { key: k.waiting, add: (pl) => pl.zcard(k.waiting) },
+            { key: k.done, add: (pl) => pl.zcard(k.done) },
+          ];
+        }),
+      );
       let waiting = 0;
       let settled = 0;
       results.forEach(([, n], i) => {
@@ -53,6 +60,7 @@ export function installStateGauges(res: Resources): void {
     labelNames: ["partition"],
     registers: [registry],
     async collect() {
+      if (!connected(res)) return; // keep the last values rather than hang the scrape
       for (const b of await partitionBacklog(res.store, partitions)) {
         this.set({ partition: String(b.partition) }, Math.max(0, b.undelivered) + b.pending);
       }
@@ -64,6 +72,7 @@ export function installStateGauges(res: Resources): void {
     labelNames: ["partition"],
     registers: [registry],
     async collect() {
+      if (!connected(res)) return; // keep the last values rather than hang the scrape
       for (const b of await partitionBacklog(res.store, partitions)) {
         this.set({ partition: String(b.partition) }, (b.oldestUnprocessedAgeMs ?? 0) / 1000);
       }
@@ -71,16 +80,32 @@ export function installStateGauges(res: Resources): void {
   });
 }
 
+/** Longest /readyz waits for Redis to answer PING. */
+const READY_PING_TIMEOUT_MS = 1000;
+
+/** Whether Redis answers PING now: false at once while the connection is down, never hangs. */
+async function redisReachable(res: Resources): Promise<boolean> {
+  if (!connected(res)) return false;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), READY_PING_TIMEOUT_MS);
+  });
+  try {
+    const ping = res.redis.ping().then(
+      (reply) => reply === "PONG",
+      () => false,
+    );
+    return await Promise.race([ping, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export async function opsRoutes(app: FastifyInstance, opts: OpsOptions): Promise<void> {
   installStateGauges(opts.res);
   app.get("/healthz", async () => ({ status: "ok" }));
   app.get("/readyz", async (_req, reply) => {
-    let redis = false;
-    try {
-      redis = (await opts.res.redis.ping()) === "PONG";
-    } catch {
-      redis = false;
-    }
+    const redis = await redisReachable(opts.res);
     const running = opts.running();
     if (redis && running) return { status: "ready", roles: opts.roles };
     const err = new RendezvousError("unavailable", redis ? "roles not running" : "redis unreachable", {
