@@ -282,5 +282,5 @@ describe("fuzz: bad requests", () => {
     expect(ok.statusCode).toBe(202);
     const read = await h.app.inject({ url: "/v1/events/billing/after", headers: { authorization: "Bearer hk_acme" } });
     expect(read.statusCode).toBe(200);
-  });
+  }, 120_000); // ~5 s alone; generous for a busy machine
 });
