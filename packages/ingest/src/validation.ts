@@ -135,6 +135,20 @@ export class EventValidator {
     }
     const event = parsed.data;
     const matchKey = { eventType: event.type, correlationId: event.correlationId };
+    if (event.occurredAt !== undefined) {
+      // Every time the API answers is UTC with milliseconds: store occurredAt that way
+      // (equal instants written with other offsets are then the same content).
+      const ms = Date.parse(event.occurredAt);
+      if (Number.isNaN(ms)) {
+        return {
+          ok: false,
+          error: invalidEvent("event breaks the envelope", [{ path: ["occurredAt"], message: "not a valid time" }]),
+          matchKey,
+          eventId: event.id,
+        };
+      }
+      event.occurredAt = new Date(ms).toISOString();
+    }
     if (!producer.allows(event.type)) {
       return {
         ok: false,

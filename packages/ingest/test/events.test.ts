@@ -23,6 +23,7 @@ describe("POST /v1/events", () => {
       },
     });
     expect(body.event.acceptedAt).toMatch(ISO_MS);
+    expect(body.event.occurredAt).toBe("2026-11-29T12:34:41.123Z"); // normalized to UTC with ms
     expect(body.event.streamId).toMatch(/^\d+-\d+$/);
     expect(Date.parse(body.event.acceptedAt)).toBe(Number(body.event.streamId.split("-")[0]));
     expect(await streamLength(h)).toBe(1);
@@ -38,6 +39,22 @@ describe("POST /v1/events", () => {
     expect(again.json()).toEqual({ status: "duplicate", event: expect.objectContaining(first.event) });
     expect(again.json().event.streamId).toBe(first.event.streamId);
     expect(await streamLength(h)).toBe(1);
+  });
+
+  it("occurredAt is kept as UTC with milliseconds: the same instant with another offset is a duplicate", async () => {
+    const h = await makeApp();
+    const first = await publish(h, ev("t1", { occurredAt: "2026-11-29T13:34:41.5+01:00" }));
+    expect(first.json().event.occurredAt).toBe("2026-11-29T12:34:41.500Z");
+    const same = await publish(h, ev("t1", { occurredAt: "2026-11-29T12:34:41.500Z" }));
+    expect(same.statusCode).toBe(200);
+    expect(same.json().status).toBe("duplicate");
+    const read = await h.app.inject({ url: "/v1/events/billing/t1", headers: { authorization: "Bearer hk_acme" } });
+    expect(read.json().event.occurredAt).toBe("2026-11-29T12:34:41.500Z");
+    for (const bad of ["2026-02-30T00:00:00Z", "2026-11-29T24:00:00Z", "2026-11-29T23:59:60Z", "2026-11-29"]) {
+      const res = await publish(h, ev(`bad-${bad}`, { occurredAt: bad }));
+      expect(res.statusCode, bad).toBe(400);
+      expect(res.json().error.issues[0].path).toEqual(["occurredAt"]);
+    }
   });
 
   it("409 event_id_conflict: the same id with other content, whatever the type or correlation id; nothing stored", async () => {
