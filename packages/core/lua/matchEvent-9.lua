@@ -2,7 +2,7 @@
   matchEvent: runs the match for ONE stream entry of a partition.
   - every `waiting` wait of the event's match key that the event may resolve
     (accepted >= its `since`, accepted <= its deadline) is resolved by it, up to
-    the fan-out cap;
+    the fan-out cap (waits it may not resolve do not count towards the cap);
   - a waiting wait whose deadline lies before the accepted time, and every settled
     wait of the match key, gets the event recorded as late;
   - if it resolved no wait, the event is buffered in the inbox for its retention
@@ -74,22 +74,35 @@ local function noteLate(waitId, wait)
   late[#late + 1] = waitId
 end
 
-local members = redis.call("ZRANGEBYLEX", keys.waiting, "[" .. mk, "(" .. mk .. "\255", "LIMIT", 0, fanoutCap)
-for _, member in ipairs(members) do
-  local waitId = string.sub(member, #mk + 1)
-  local wait = loadJson(keys.waits, waitId)
-  if wait ~= nil and wait["s"] == "w" and at >= (wait["sn"] or 0) then
-    if wait["dl"] ~= nil and at > wait["dl"] then
-      noteLate(waitId, wait)
-    else
-      local resolution = { k = "e", at = now, ev = { pr = ev["pr"], id = ev["id"], at = at, sid = streamId, pl = ev["pl"] } }
-      settleWait(keys, waitId, wait, "r", resolution, { at = now, w = "resolved", k = "e", ev = ref }, now, retentionMs)
-      matched[#matched + 1] = waitId
+-- Page through the waiting waits of the match key until `fanoutCap` are resolved:
+-- waits this event may not resolve (since after it, deadline before it) do not use
+-- up the cap. Resolved waits leave the index, so pages continue after the last member.
+local from = "[" .. mk
+while #matched < fanoutCap do
+  local page = redis.call("ZRANGEBYLEX", keys.waiting, from, "(" .. mk .. "\255", "LIMIT", 0, fanoutCap)
+  for _, member in ipairs(page) do
+    if #matched >= fanoutCap then
+      break
     end
+    local waitId = string.sub(member, #mk + 1)
+    local wait = loadJson(keys.waits, waitId)
+    if wait ~= nil and wait["s"] == "w" and at >= (wait["sn"] or 0) then
+      if wait["dl"] ~= nil and at > wait["dl"] then
+        noteLate(waitId, wait)
+      else
+        local resolution = { k = "e", at = now, ev = { pr = ev["pr"], id = ev["id"], at = at, sid = streamId, pl = ev["pl"] } }
+        settleWait(keys, waitId, wait, "r", resolution, { at = now, w = "resolved", k = "e", ev = ref }, now, retentionMs)
+        matched[#matched + 1] = waitId
+      end
+    end
+    from = "(" .. member
+  end
+  if #page < fanoutCap then
+    break
   end
 end
 
-members = redis.call("ZRANGEBYLEX", keys.done, "[" .. mk, "(" .. mk .. "\255", "LIMIT", 0, fanoutCap)
+local members = redis.call("ZRANGEBYLEX", keys.done, "[" .. mk, "(" .. mk .. "\255", "LIMIT", 0, fanoutCap)
 for _, member in ipairs(members) do
   local waitId = string.sub(member, #mk + 1)
   local wait = loadJson(keys.waits, waitId)

@@ -427,7 +427,7 @@ export class Store {
         issues: [{ path: ["timeoutMs"], message: `at most ${this.config.maxTimeoutMs}` }],
       });
     }
-    if (deadlineMs !== undefined && deadlineMs - Date.now() > this.config.maxTimeoutMs) {
+    if (deadlineMs !== undefined && deadlineMs - (this.now() ?? Date.now()) > this.config.maxTimeoutMs) {
       throw new RendezvousError("invalid_request", "deadline lies further ahead than maxTimeoutMs", {
         issues: [{ path: ["deadline"], message: `at most ${this.config.maxTimeoutMs} ms ahead` }],
       });
