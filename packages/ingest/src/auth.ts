@@ -43,7 +43,7 @@ export interface CredentialIndex {
 }
 
 /** Headers as node and fastify give them. */
-export type Headers = Record<string, string | string[] | undefined>;
+export type RequestHeaders = Record<string, string | string[] | undefined>;
 
 const sha256 = (value: string | Buffer): Buffer => createHash("sha256").update(value).digest();
 /** Compared against when the caller named no known producer, so the work is the same. */
@@ -164,7 +164,7 @@ function signatureValid(header: string, secrets: readonly string[], rawBody: Buf
  */
 export function authenticateProducer(
   index: CredentialIndex,
-  headers: Headers,
+  headers: RequestHeaders,
   rawBody: Buffer,
   nowMs: number = Date.now(),
 ): ProducerIdentity {
@@ -184,7 +184,7 @@ export function authenticateProducer(
  * Authenticates a host or the admin by `Authorization: Bearer <token>`.
  * @throws RendezvousError `unauthorized`
  */
-export function authenticateHost(index: CredentialIndex, headers: Headers): HostIdentity {
+export function authenticateHost(index: CredentialIndex, headers: RequestHeaders): HostIdentity {
   const token = bearerToken(headers.authorization);
   if (token === undefined) throw unauthorized();
   const presented = sha256(token);

@@ -4,11 +4,11 @@ export {
   bearerToken,
   type CredentialIndex,
   computeSignature,
-  type Headers,
   type HostIdentity,
   indexCredentials,
   type ProducerIdentity,
   parseSignatureHeader,
+  type RequestHeaders,
   readTenant,
   SIGNATURE_TOLERANCE_SEC,
 } from "./auth.js";
