@@ -1,6 +1,6 @@
 import { fileURLToPath } from "node:url";
 import { defaultServerConditions } from "vite";
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
 
 const conditions = ["@rendezvous/source", ...defaultServerConditions];
 const src = (pkg: string) => fileURLToPath(new URL(`./packages/${pkg}/src/index.ts`, import.meta.url));
@@ -9,15 +9,45 @@ const alias = Object.fromEntries(
   ["core", "ingest", "matcher", "scheduler", "client", "server", "testkit"].map((p) => [`@rendezvous/${p}`, src(p)]),
 );
 
+/**
+ * Scenarios that run a second time against a local 3-master Redis Cluster (project
+ * `cluster`, whose `redisUrl` is `redis+cluster://…`), plus the cluster-only tests
+ * (`*.cluster.test.ts`: failover, compose).
+ */
+const ON_CLUSTER = [
+  "packages/core/test/transitions.test.ts",
+  "packages/core/test/deliver.test.ts",
+  "packages/core/test/inspect.test.ts",
+  "packages/server/test/crash.test.ts",
+  "packages/*/test/**/*.cluster.test.ts",
+];
+
 export default defineConfig({
   resolve: { conditions, alias },
   ssr: { resolve: { conditions, externalConditions: ["@rendezvous/source"] } },
   test: {
-    include: ["packages/*/test/**/*.test.ts"],
-    globalSetup: ["packages/testkit/src/global-setup.ts"],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // 2 cores: a couple of workers keep the suite quick without starving Redis.
     maxWorkers: 2,
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: "redis",
+          include: ["packages/*/test/**/*.test.ts"],
+          exclude: [...configDefaults.exclude, "**/*.cluster.test.ts"],
+          globalSetup: ["packages/testkit/src/global-setup.ts"],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "cluster",
+          include: ON_CLUSTER,
+          globalSetup: ["packages/testkit/src/cluster-setup.ts"],
+        },
+      },
+    ],
   },
 });

@@ -1,4 +1,11 @@
 export { freePort, type RedisServer, type RedisServerOptions, startRedisServer } from "@rendezvous/core";
+export {
+  type ClusterNode,
+  keySlot,
+  type RedisCluster,
+  type RedisClusterOptions,
+  startRedisCluster,
+} from "./cluster.js";
 export { guardClosed, redisUrl, trackOpen, uniquePrefix } from "./fixtures.js";
 export { type CliProcess, spawnCli } from "./processes.js";
 export { mulberry32, seedFromEnv } from "./random.js";
