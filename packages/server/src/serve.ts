@@ -87,7 +87,10 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
     const port = Number(flags.port ?? env.RENDEZVOUS_PORT ?? env.PORT ?? (serveApi ? DEFAULT_API_PORT : 0));
     const host = flags.host ?? env.HOST ?? "127.0.0.1";
     const url = await app.listen({ host, port });
-    log.info({ roles: names, url, prefix: env.RENDEZVOUS_PREFIX }, `rendezvous ${names.join("+")} listening on ${url}`);
+    log.info(
+      { roles: names, url, prefix: env.RENDEZVOUS_PREFIX, queuePrefix: res.queuePrefix, cluster: res.cluster },
+      `rendezvous ${names.join("+")} listening on ${url}`,
+    );
     if (created) process.stdout.write(describeDevConfig(created.path, JSON.parse(JSON.stringify(config)), url));
 
     let stopping: Promise<void> | undefined;

@@ -47,7 +47,7 @@ async function until<T>(check: () => Promise<T | undefined | false | null>, ms =
 }
 
 async function continuationJobs(res: Resources, tenant: string) {
-  const queue = new Queue(continuationQueueName(tenant), { connection: res.connect("check"), prefix: res.prefix });
+  const queue = new Queue(continuationQueueName(tenant), { connection: res.connect("check"), prefix: res.queuePrefix });
   try {
     const jobs = await queue.getJobs(["waiting", "active", "completed", "delayed", "failed"]);
     return jobs.map((j) => ({ id: j.id, name: j.name, data: j.data }));
