@@ -96,6 +96,18 @@ describe("refusal records", () => {
     expect(raw).not.toContain("4111-secret");
   });
 
+  it("refusal records are capped per match key (newest kept)", async () => {
+    const h = await makeApp();
+    const refused = Array.from({ length: 25 }, (_, i) =>
+      ev(`cap${i}`, { correlationId: "one", type: "order.refunded" }),
+    );
+    const res = await publishBatch(h, refused);
+    expect(res.json().results.every((r: { status: string }) => r.status === "rejected")).toBe(true);
+    const kept = await h.store.rejections("acme", "order.refunded", "one");
+    expect(kept).toHaveLength(20);
+    expect(kept.map((r) => r.eventId)).toEqual(Array.from({ length: 20 }, (_, i) => `cap${i + 5}`));
+  });
+
   it("unauthenticated, rate-limited and unplaceable refusals are not recorded", async () => {
     const h = await makeApp(SLOW);
     await publish(h, ev("u1"), { key: "pk_wrong", producer: "acme/ship" });
