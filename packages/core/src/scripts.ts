@@ -46,30 +46,33 @@ function clock(now?: number): string {
   return now === undefined ? "" : String(now);
 }
 
-export function dedupEventArgs(
+export function dedupEventsArgs(
   k: PartitionKeys,
-  a: { eventKey: string; contentHash: string; record: string; windowMs: number; now?: number },
+  a: { windowMs: number; now?: number; events: Array<{ eventKey: string; contentHash: string; record: string }> },
 ): ScriptCall {
   return {
-    script: "dedupEvent",
+    script: "dedupEvents",
     keys: [k.events, k.expiry],
-    args: [a.eventKey, a.contentHash, a.record, a.windowMs, clock(a.now)],
+    args: [a.windowMs, clock(a.now), ...a.events.flatMap((e) => [e.eventKey, e.contentHash, e.record])],
   };
 }
 
-export function appendEventArgs(
+export function appendEventsArgs(
   k: PartitionKeys,
-  a: { eventKey: string; record: string; keepMs: number; now?: number },
+  a: { keepMs: number; now?: number; events: Array<{ eventKey: string; record: string }> },
 ): ScriptCall {
   return {
-    script: "appendEvent",
+    script: "appendEvents",
     keys: [k.stream, k.events, k.inflight, k.expiry],
-    args: [a.eventKey, a.record, a.keepMs, clock(a.now)],
+    args: [a.keepMs, clock(a.now), ...a.events.flatMap((e) => [e.eventKey, e.record])],
   };
 }
 
-export function commitDedupArgs(k: PartitionKeys, a: { eventKey: string; streamId: string }): ScriptCall {
-  return { script: "commitDedup", keys: [k.events], args: [a.eventKey, a.streamId] };
+export function commitDedupsArgs(
+  k: PartitionKeys,
+  a: { events: Array<{ eventKey: string; streamId: string }> },
+): ScriptCall {
+  return { script: "commitDedups", keys: [k.events], args: a.events.flatMap((e) => [e.eventKey, e.streamId]) };
 }
 
 export function claimRunPositionArgs(

@@ -10,18 +10,18 @@ import { type Config, retentionFor } from "./config.js";
 import { canonicalJson, digest, encodeParts } from "./encoding.js";
 import { RendezvousError } from "./errors.js";
 import { failpoint } from "./failpoints.js";
-import { KeyLayout } from "./keys.js";
+import { KeyLayout, type PartitionKeys } from "./keys.js";
 import { iso, type RawDedup, type RawEvent, type RawWait, toEventRecord, toWait } from "./records.js";
 import type { EventInput, EventRecord, HistoryWhat, Wait, WaitSpec } from "./schemas.js";
 import {
   annotateWaitArgs,
-  appendEventArgs,
+  appendEventsArgs,
   type Commander,
   cancelWaitArgs,
   claimRunPositionArgs,
-  commitDedupArgs,
+  commitDedupsArgs,
   consumeWaitArgs,
-  dedupEventArgs,
+  dedupEventsArgs,
   defineScripts,
   deliverCandidatesArgs,
   deliverWaitsArgs,
@@ -173,6 +173,41 @@ export class Store {
       return asReply(value, calls[i]?.script ?? "?");
     });
   }
+  /**
+   * Runs a batched script once per partition over the items it concerns (items of
+   * one partition keep their order) and hands back each item's own reply.
+   */
+  private async perPartition(
+    indices: number[],
+    partitionOf: (i: number) => PartitionKeys,
+    call: (k: PartitionKeys, members: number[]) => ScriptCall,
+  ): Promise<Map<number, unknown>> {
+    const groups = new Map<PartitionKeys, number[]>();
+    for (const i of indices) {
+      const k = partitionOf(i);
+      const members = groups.get(k);
+      if (members) members.push(i);
+      else groups.set(k, [i]);
+    }
+    const entries = [...groups];
+    const calls = entries.map(([k, members]) => call(k, members));
+    const results = await execBatch(
+      this.redis,
+      calls.map(
+        (c): BatchCommand => ({ key: c.keys[0] ?? null, add: (pipeline) => void runScript(pipeline as Commander, c) }),
+      ),
+    );
+    const out = new Map<number, unknown>();
+    entries.forEach(([, members], g) => {
+      const [err, value] = results[g] ?? [null, null];
+      if (err) throw err;
+      if (!Array.isArray(value) || value.length !== members.length) {
+        throw new RendezvousError("internal", `${calls[g]?.script}: malformed batch reply`);
+      }
+      members.forEach((i, j) => out.set(i, value[j]));
+    });
+    return out;
+  }
 
   // ---------------------------------------------------------------- ingest
 
@@ -203,16 +238,23 @@ export class Store {
       };
     });
 
-    const dedup = await this.runAll(
-      items.map((it) =>
-        dedupEventArgs(it.eventPartition, {
-          eventKey: it.eventKey,
-          contentHash: it.contentHash,
-          record: JSON.stringify({ ty: it.input.type, c: it.input.correlationId, mp: it.matchPartition }),
+    const all = items.map((_, i) => i);
+    const dedup = await this.perPartition(
+      all,
+      (i) => (items[i] as (typeof items)[number]).eventPartition,
+      (k, members) =>
+        dedupEventsArgs(k, {
           windowMs: this.config.dedupWindowMs,
           now,
+          events: members.map((i) => {
+            const it = items[i] as (typeof items)[number];
+            return {
+              eventKey: it.eventKey,
+              contentHash: it.contentHash,
+              record: JSON.stringify({ ty: it.input.type, c: it.input.correlationId, mp: it.matchPartition }),
+            };
+          }),
         }),
-      ),
     );
 
     const results: Array<IngestResult | undefined> = new Array(items.length);
@@ -220,7 +262,8 @@ export class Store {
     const toFetch: Array<{ index: number; rec: RawDedup }> = [];
     const firstInBatch = new Map<string, number>();
     const sameInBatch: Array<[later: number, first: number]> = [];
-    dedup.forEach(([code, raw], i) => {
+    for (const i of all) {
+      const [code, raw] = asReply(dedup.get(i), "dedupEvents");
       const eventKey = (items[i] as (typeof items)[number]).eventKey;
       const first = firstInBatch.get(eventKey);
       if (code === Code.PENDING && first !== undefined) sameInBatch.push([i, first]);
@@ -231,42 +274,47 @@ export class Store {
       else if (code === Code.CONFLICT) {
         results[i] = { status: "rejected", error: new RendezvousError("event_id_conflict") };
       } else throw failure(code);
-    });
+    }
 
-    const appended = await this.runAll(
-      toAppend.map((i) => {
-        const it = items[i] as (typeof items)[number];
-        const e = it.input;
-        const retention = retentionFor(this.config as Config, e.type);
-        const record = {
-          t: tenant,
-          pr: producer,
-          id: e.id,
-          ty: e.type,
-          c: e.correlationId,
-          mk: this.keys.matchKey(tenant, e.type, e.correlationId),
-          oa: e.occurredAt,
-          pl: e.payload === undefined ? undefined : JSON.stringify(e.payload),
-          rt: retention,
-        };
-        return appendEventArgs(this.keys.partition(it.matchPartition), {
-          eventKey: it.eventKey,
-          record: JSON.stringify(record),
-          keepMs: Math.max(this.config.dedupWindowMs, retention),
-          now,
+    const appended = await this.perPartition(
+      toAppend,
+      (i) => this.keys.partition((items[i] as (typeof items)[number]).matchPartition),
+      (k, members) => {
+        let keepMs = this.config.dedupWindowMs;
+        const events = members.map((i) => {
+          const e = (items[i] as (typeof items)[number]).input;
+          const retention = retentionFor(this.config as Config, e.type);
+          keepMs = Math.max(keepMs, retention);
+          const record = {
+            t: tenant,
+            pr: producer,
+            id: e.id,
+            ty: e.type,
+            c: e.correlationId,
+            mk: this.keys.matchKey(tenant, e.type, e.correlationId),
+            oa: e.occurredAt,
+            pl: e.payload === undefined ? undefined : JSON.stringify(e.payload),
+            rt: retention,
+          };
+          return { eventKey: (items[i] as (typeof items)[number]).eventKey, record: JSON.stringify(record) };
         });
-      }),
+        return appendEventsArgs(k, { keepMs, now, events });
+      },
     );
     failpoint("ingest.after-append");
 
-    const streamIds = appended.map(([, sid]) => String(sid));
-    await this.runAll(
-      toAppend.map((i, j) =>
-        commitDedupArgs((items[i] as (typeof items)[number]).eventPartition, {
-          eventKey: (items[i] as (typeof items)[number]).eventKey,
-          streamId: streamIds[j] as string,
+    const streamIds = toAppend.map((i) => String(asReply(appended.get(i), "appendEvents")[1]));
+    const sidOf = new Map(toAppend.map((i, j) => [i, streamIds[j] as string]));
+    await this.perPartition(
+      toAppend,
+      (i) => (items[i] as (typeof items)[number]).eventPartition,
+      (k, members) =>
+        commitDedupsArgs(k, {
+          events: members.map((i) => ({
+            eventKey: (items[i] as (typeof items)[number]).eventKey,
+            streamId: sidOf.get(i) as string,
+          })),
         }),
-      ),
     );
     toAppend.forEach((i, j) => {
       const it = items[i] as (typeof items)[number];
