@@ -1,0 +1,46 @@
+# syntax=docker/dockerfile:1
+# One image for every role: `docker run IMAGE start|api|matcher|scheduler|dispatcher|doctor`.
+# Build stage: full install (dev tools: TypeScript, turbo) and `npm run build` → packages/*/dist.
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+COPY packages/core/package.json packages/core/
+COPY packages/ingest/package.json packages/ingest/
+COPY packages/matcher/package.json packages/matcher/
+COPY packages/scheduler/package.json packages/scheduler/
+COPY packages/client/package.json packages/client/
+COPY packages/server/package.json packages/server/
+COPY packages/testkit/package.json packages/testkit/
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.base.json tsconfig.json tsconfig.source.json turbo.json ./
+COPY packages packages
+RUN npm run build
+
+# Runtime stage: production dependencies only, the compiled packages, non-root.
+FROM node:20-bookworm-slim AS runtime
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    PORT=8080 \
+    TURBO_TELEMETRY_DISABLED=1
+WORKDIR /app
+COPY package.json package-lock.json ./
+COPY packages/core/package.json packages/core/
+COPY packages/ingest/package.json packages/ingest/
+COPY packages/matcher/package.json packages/matcher/
+COPY packages/scheduler/package.json packages/scheduler/
+COPY packages/client/package.json packages/client/
+COPY packages/server/package.json packages/server/
+COPY packages/testkit/package.json packages/testkit/
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/packages/core/dist packages/core/dist
+COPY --from=build /app/packages/ingest/dist packages/ingest/dist
+COPY --from=build /app/packages/matcher/dist packages/matcher/dist
+COPY --from=build /app/packages/scheduler/dist packages/scheduler/dist
+COPY --from=build /app/packages/client/dist packages/client/dist
+COPY --from=build /app/packages/server/dist packages/server/dist
+COPY packages/server/bin packages/server/bin
+USER node
+EXPOSE 8080
+# The CLI runs packages/server/dist when it is there (it is, in this image).
+ENTRYPOINT ["node", "packages/server/bin/rendezvous.js"]
+CMD ["start"]
