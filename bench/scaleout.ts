@@ -234,7 +234,7 @@ async function runTarget(target: string, redisUrl: string): Promise<PhaseResult[
     roles.push(startRole("matcher", redisUrl, configFile, prefix));
     const [apiUrl] = (await Promise.all(roles.map((r) => r.url))) as [string];
     process.stderr.write(`${target}: roles up in ${Math.round(performance.now() - t)} ms; warm-up\n`);
-    await live(res, apiUrl, "warm", Math.min(400, EVENTS));
+    await live(res, apiUrl, "warm", Math.min(2000, EVENTS)); // JIT and connections warm before the first row
     for (const matchers of [1, 2]) {
       if (matchers === 2) {
         const second = startRole("matcher", redisUrl, configFile, prefix);

@@ -28,9 +28,13 @@ export interface ContinuationWorkerOptions {
   host: HostClient;
   /** this worker's name: recorded as the claimer */
   name: string;
-  /** Redis of the rendezvous deployment (ioredis options or instance) */
+  /** Redis of the rendezvous deployment (ioredis options or instance; an ioredis `Cluster` for a cluster) */
   connection: ConnectionOptions;
-  /** BullMQ prefix = RENDEZVOUS_PREFIX @defaultValue "rdv" */
+  /**
+   * BullMQ prefix = RENDEZVOUS_PREFIX; on a Redis Cluster the deployment uses
+   * `{RENDEZVOUS_PREFIX}` (hash tag: one slot per queue), so pass e.g. `"{rdv}"`.
+   * @defaultValue "rdv"
+   */
   prefix?: string;
   /** @defaultValue 8 */
   concurrency?: number;
