@@ -48,13 +48,20 @@ export function toApiError(err: unknown, producerBody = true): RendezvousError {
   return new RendezvousError("internal");
 }
 
+/** Router errors about the URL itself: it names no resource. */
+const URL_NAMES_NOTHING = new Set(["FST_ERR_BAD_URL", "FST_ERR_MAX_PARAM_LENGTH"]);
+
 /**
  * For the server's `Fastify({ frameworkErrors })`: errors raised before any route
- * runs (a malformed percent-encoding in the URL) in the API error shape. A URL that
- * cannot be decoded names no resource: `404 not_found`, like any malformed id.
+ * runs (a malformed percent-encoding in the URL, a path segment longer than the
+ * router's maxParamLength) in the API error shape. Such a URL names no resource:
+ * `404 not_found`, like any malformed id.
  */
 export function frameworkErrors(error: Error, _request: FastifyRequest, reply: FastifyReply): void {
   const code = (error as { code?: unknown }).code;
-  const apiError = code === "FST_ERR_BAD_URL" ? new RendezvousError("not_found") : toApiError(error, false);
+  const apiError =
+    typeof code === "string" && URL_NAMES_NOTHING.has(code)
+      ? new RendezvousError("not_found")
+      : toApiError(error, false);
   void reply.code(apiError.statusCode).send(apiError.toJSON());
 }

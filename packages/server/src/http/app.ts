@@ -6,7 +6,7 @@
  */
 import fastifySwagger from "@fastify/swagger";
 import { RendezvousError, type Resources } from "@rendezvous/core";
-import { indexCredentials, ingestRoutes, toApiError } from "@rendezvous/ingest";
+import { frameworkErrors, indexCredentials, ingestRoutes, toApiError } from "@rendezvous/ingest";
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, LogController } from "fastify";
 import {
   hasZodFastifySchemaValidationErrors,
@@ -47,6 +47,36 @@ function validationIssues(err: FastifyError): Issue[] {
   });
 }
 
+/** The event read route takes its id as a wildcard (ids may be long); the document names it `{eventId}`. */
+const EVENT_READ_ROUTE = "/v1/events/:producer/*";
+
+const openapiTransform: typeof jsonSchemaTransform = (input) => {
+  const out = jsonSchemaTransform(input);
+  return input.url === EVENT_READ_ROUTE ? { ...out, url: "/v1/events/:producer/:eventId" } : out;
+};
+
+/**
+ * The drain of `app.close()` (SIGTERM): requests already running finish; a request that still
+ * arrives on a kept-alive connection is handed back as `503 unavailable`; and every answer from
+ * then on closes its connection, so the close does not wait for the clients' keep-alive timeouts.
+ * Call before any route or plugin is registered (the hooks must reach every route).
+ */
+function drain(app: FastifyInstance): void {
+  let closing = false;
+  app.addHook("preClose", async () => {
+    closing = true;
+  });
+  app.addHook("onRequest", async (_request, reply) => {
+    if (!closing) return;
+    const err = new RendezvousError("unavailable", "shutting down");
+    return reply.code(err.statusCode).header("retry-after", "1").send(err.toJSON());
+  });
+  app.addHook("onSend", async (_request, reply, payload) => {
+    if (closing) void reply.header("connection", "close");
+    return payload;
+  });
+}
+
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { res } = deps;
   const logger = res.logger.child({ system: "http" });
@@ -54,13 +84,19 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     loggerInstance: logger as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: 1024 * 1024,
+    // a bad URL (undecodable, over-long segment) in the API error shape
+    frameworkErrors,
+    // the drain answers in the API error shape (see drain below), not fastify's own 503 body
+    return503OnClosing: false,
   }) as FastifyInstance;
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
 
   app.setErrorHandler((err: FastifyError, request, reply) => {
     let apiError: RendezvousError;
-    if (hasZodFastifySchemaValidationErrors(err)) {
+    if (hasZodFastifySchemaValidationErrors(err) && err.validationContext === "params") {
+      apiError = new RendezvousError("not_found"); // a malformed id names no resource
+    } else if (hasZodFastifySchemaValidationErrors(err)) {
       apiError = new RendezvousError("invalid_request", "the request does not match its schema", {
         issues: validationIssues(err),
       });
@@ -77,6 +113,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     return reply.code(404).send(err.toJSON());
   });
 
+  drain(app);
   await app.register(opsRoutes, { res, running: deps.running, roles: deps.roles });
   if (deps.api !== false) {
     await app.register(fastifySwagger, {
@@ -89,16 +126,25 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         },
         security: [{ bearer: [] }],
       },
-      transform: jsonSchemaTransform,
+      transform: openapiTransform,
     });
     const credentials = indexCredentials(res.config);
-    await app.register(ingestRoutes, {
-      store: res.store,
-      config: res.config,
-      logger: res.logger,
-      metrics: res.metrics,
+    await app.register(async (api) => {
+      // Without a Redis connection a command would wait in the offline queue through every
+      // reconnection attempt (tens of seconds): answer `503 unavailable` at once instead.
+      api.addHook("onRequest", async (_request, reply) => {
+        if (res.redis.status === "ready") return;
+        const err = new RendezvousError("unavailable", "redis unreachable");
+        return reply.code(err.statusCode).header("retry-after", "1").send(err.toJSON());
+      });
+      await api.register(ingestRoutes, {
+        store: res.store,
+        config: res.config,
+        logger: res.logger,
+        metrics: res.metrics,
+      });
+      await api.register(hostRoutes, { res, credentials, scheduleTimeout: deps.scheduleTimeout });
     });
-    await app.register(hostRoutes, { res, credentials, scheduleTimeout: deps.scheduleTimeout });
     await app.register(adminQueues, { res, queueNames: deps.queueNames ?? [] });
     app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
   }
