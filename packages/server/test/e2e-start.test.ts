@@ -6,7 +6,7 @@
  * the redis-server gone; started again on the same data dir, what it stored is
  * still there.
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createConnection } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -42,8 +42,22 @@ function accepts(port: number): Promise<boolean> {
   });
 }
 
+/** The embedded redis-server's pid and port, from the process's log line. */
+function embedded(proc: CliProcess): { pid: number; port: number } | undefined {
+  const line = proc.output().match(/^.*embedded redis-server started.*$/m)?.[0];
+  const pid = line?.match(/"dir":"[^"]*","pid":(\d+)/)?.[1];
+  const port = line?.match(/"redis":"redis:\/\/127\.0\.0\.1:(\d+)"/)?.[1];
+  return pid === undefined || port === undefined ? undefined : { pid: Number(pid), port: Number(port) };
+}
+
 afterAll(async () => {
-  for (const p of live) await p.terminate();
+  for (const p of live) {
+    await p.terminate();
+    // a process that failed its drain leaves its redis-server child behind: stop it by its pid
+    const child = embedded(p);
+    if (child && (await accepts(child.port))) process.kill(child.pid, "SIGKILL");
+  }
+  rmSync(dataDir, { recursive: true, force: true });
 });
 
 describe("rendezvous start with the embedded redis-server", () => {
