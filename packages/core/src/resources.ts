@@ -50,13 +50,39 @@ export function queuePrefixFor(prefix: string, cluster: boolean): string {
   return cluster ? `{${prefix}}` : prefix;
 }
 
+/**
+ * QUIT when the connection is up (flushes what is queued), bounded; a connection
+ * that is down or reconnecting is dropped at once: QUIT would wait behind its
+ * offline queue through every reconnection attempt.
+ */
+async function closeConnection(c: RedisLike): Promise<void> {
+  if (c.status === "end") return;
+  if (c.status !== "ready") {
+    c.disconnect();
+    return;
+  }
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    c.quit().catch(() => undefined),
+    new Promise((resolve) => {
+      timer = setTimeout(resolve, 2000);
+    }),
+  ]);
+  clearTimeout(timer);
+  // still open when QUIT did not finish in time
+  if ((c.status as string) !== "end") c.disconnect();
+}
+
 export function createResources(opts: ResourceOptions): Resources {
   const prefix = opts.prefix ?? "rdv";
   const cluster = isClusterUrl(opts.redisUrl);
   const opened: RedisLike[] = [];
+  const logger = opts.logger ?? createLogger();
   const connect = (purpose: string, o: { blocking?: boolean } = {}): RedisLike => {
     const name = `rendezvous:${purpose}`;
     const conn = o.blocking ? createBlockingRedis(opts.redisUrl, { name }) : createRedis(opts.redisUrl, { name });
+    // ioredis reconnects by itself; say so once per failure instead of "unhandled error event"
+    conn.on("error", (err: Error) => logger.warn({ err: err.message, connection: name }, "redis connection error"));
     opened.push(conn);
     return conn;
   };
@@ -64,7 +90,7 @@ export function createResources(opts: ResourceOptions): Resources {
   return {
     store: new Store({ redis, config: opts.config, prefix, clock: opts.clock }),
     config: opts.config,
-    logger: opts.logger ?? createLogger(),
+    logger,
     metrics: opts.metrics ?? createMetrics(),
     prefix,
     queuePrefix: queuePrefixFor(prefix, cluster),
@@ -72,9 +98,7 @@ export function createResources(opts: ResourceOptions): Resources {
     redis,
     connect,
     async close() {
-      await Promise.all(
-        opened.splice(0).map((c) => (c.status === "end" ? undefined : c.quit().catch(() => c.disconnect()))),
-      );
+      await Promise.all(opened.splice(0).map(closeConnection));
     },
   };
 }
