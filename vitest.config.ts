@@ -12,12 +12,15 @@ const alias = Object.fromEntries(
 /**
  * Scenarios that run a second time against a local 3-master Redis Cluster (project
  * `cluster`, whose `redisUrl` is `redis+cluster://…`), plus the cluster-only tests
- * (`*.cluster.test.ts`: failover, compose).
+ * (`*.cluster.test.ts`: failover, cluster specifics).
  */
 const ON_CLUSTER = [
   "packages/core/test/transitions.test.ts",
   "packages/core/test/deliver.test.ts",
   "packages/core/test/inspect.test.ts",
+  "packages/core/test/redis-url.test.ts",
+  "packages/matcher/test/roles.test.ts",
+  "packages/scheduler/test/scheduler.test.ts",
   "packages/server/test/crash.test.ts",
   "packages/*/test/**/*.cluster.test.ts",
 ];

@@ -29,7 +29,7 @@ describe("matcher + dispatcher", () => {
       });
       expect(resolved.state).toBe("resolved");
       expect(resolved.resolution?.event?.id).toBe("e1");
-      const queue = new Queue(continuationQueueName("acme"), { connection: res.connect("q"), prefix: res.prefix });
+      const queue = new Queue(continuationQueueName("acme"), { connection: res.connect("q"), prefix: res.queuePrefix });
       const job = await queue.getJob(wait.id);
       expect(job?.name).toBe("continuation");
       expect(job?.data.id).toBe(wait.id);
