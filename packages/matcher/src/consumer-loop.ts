@@ -165,6 +165,8 @@ export class ConsumerLoop {
       } catch (err) {
         if (!this.#running) return;
         this.#o.logger.warn({ err }, `${this.#o.name}: read failed, retrying`);
+        // a group lost with its stream (a failover that dropped unreplicated writes, a flush): recreate it
+        if (String((err as Error)?.message).includes("NOGROUP")) await this.ensureGroups().catch(() => undefined);
         await new Promise((r) => setTimeout(r, 200));
         continue;
       }
