@@ -103,14 +103,12 @@ describe("Redis Cluster failover with real role processes", () => {
         killedAt = Date.now();
         await cluster.kill(victim);
       }
-      const events = specs
-        .slice(i, i + BATCH)
-        .map((s, j) => ({
-          id: `evt-${i + j}`,
-          type: s.eventType,
-          correlationId: s.correlationId,
-          payload: { n: i + j },
-        }));
+      const events = specs.slice(i, i + BATCH).map((s, j) => ({
+        id: `evt-${i + j}`,
+        type: s.eventType,
+        correlationId: s.correlationId,
+        payload: { n: i + j },
+      }));
       const results = await retrying(() => res.store.ingest("acme", "svc", events));
       expect(results.map((r) => r.status).every((s) => s === "accepted" || s === "duplicate")).toBe(true);
       stalledMs = Math.max(stalledMs, Date.now() - t0);
