@@ -10,12 +10,12 @@ describe("resources", () => {
     await res.redis.ping();
     await blocking.ping();
     await server.kill();
-    const queued = res.redis.ping().catch(() => "failed");
+    // a command in the offline queue: QUIT would wait behind it through every reconnection
+    void res.redis.ping().catch(() => undefined);
     await new Promise((r) => setTimeout(r, 100));
     const started = Date.now();
     await res.close();
     expect(Date.now() - started).toBeLessThan(3000);
-    expect(await queued).toBe("failed");
     await server.stop();
   });
 });
