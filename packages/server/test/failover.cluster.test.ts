@@ -156,6 +156,10 @@ describe("Redis Cluster failover with real role processes", () => {
         `longest ingest stall ${stalledMs} ms; cluster healthy again ${healthyAfterMs} ms after the kill; ` +
         `all ${WAITS} waits resolved once and dispatched ${Date.now() - killedAt} ms after it; warn/error log lines per role: ${complaints.join(", ")}`,
     );
-    for (const r of roles) expect((await r.terminate()).code).toBe(0);
+    for (const r of roles) {
+      const t = Date.now();
+      const exit = await r.terminate(25_000);
+      expect(exit.code, `exit ${JSON.stringify(exit)} after ${Date.now() - t} ms:\n${r.output().slice(-4000)}`).toBe(0);
+    }
   }, 150_000);
 });
