@@ -35,7 +35,10 @@ export interface RedisCluster {
   masterOf(key: string): Promise<number>;
   /** the ports of the current masters */
   masters(): Promise<number[]>;
-  /** waits until every live node reports cluster_state:ok and `expectMasters` masters serve the slots */
+  /**
+   * waits until every live node reports cluster_state:ok, every live replica is in sync with
+   * its master, and `expectMasters` live masters serve the slots
+   */
   waitHealthy(ms?: number, expectMasters?: number): Promise<void>;
   /** SIGKILL the node on `port` (keeps its dir) */
   kill(port: number): Promise<void>;
@@ -197,12 +200,30 @@ export async function startRedisCluster(opts: RedisClusterOptions = {}): Promise
       for (;;) {
         try {
           const states = await Promise.all(
-            live().map((port) => withNode(port, async (r) => info(String(await r.cluster("INFO"))))),
+            live().map((port) =>
+              withNode(port, async (r) => {
+                const state = info(String(await r.cluster("INFO")));
+                const replication = info(await r.info("replication"));
+                // a replica that has not synced yet could not be promoted if its master died
+                return {
+                  state,
+                  synced: replication.get("role") !== "slave" || replication.get("master_link_status") === "up",
+                };
+              }),
+            ),
           );
-          const ok = states.every((s) => s.get("cluster_state") === "ok" && s.get("cluster_slots_ok") === "16384");
+          const ok = states.every(
+            ({ state, synced }) =>
+              synced && state.get("cluster_state") === "ok" && state.get("cluster_slots_ok") === "16384",
+          );
           const served = await this.masters();
           if (ok && served.length === expectMasters && served.every((p) => !dead.has(p))) return;
-          last = JSON.stringify({ states: states.map((s) => s.get("cluster_state")), served });
+          last = JSON.stringify({
+            states: states.map(
+              ({ state, synced }) => `${state.get("cluster_state")}${synced ? "" : " (replica syncing)"}`,
+            ),
+            served,
+          });
         } catch (err) {
           last = String(err);
         }
