@@ -40,7 +40,7 @@ export const adminQueues: FastifyPluginAsync<AdminQueuesOptions> = async (app, o
   const { res } = opts;
   const expected = res.config.adminToken ? digest(res.config.adminToken) : undefined;
   const connection = res.connect("bull-board", { blocking: true });
-  const queues = opts.queueNames.map((name) => new Queue(name, { connection, prefix: res.prefix }));
+  const queues = opts.queueNames.map((name) => new Queue(name, { connection, prefix: res.queuePrefix }));
   app.addHook("onClose", async () => {
     await Promise.all(queues.map((q) => q.close()));
   });
