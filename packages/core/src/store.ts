@@ -204,7 +204,9 @@ export class Store {
       if (!Array.isArray(value) || value.length !== members.length) {
         throw new RendezvousError("internal", `${calls[g]?.script}: malformed batch reply`);
       }
-      members.forEach((i, j) => out.set(i, value[j]));
+      members.forEach((i, j) => {
+        out.set(i, value[j]);
+      });
     });
     return out;
   }
