@@ -2,7 +2,7 @@
  * A typed host client for the wait API (API.md, Waits and Direct delivery): the
  * calls a workflow engine or agent runtime makes, and the reads operators make.
  */
-import type { EventRecord, Wait, WaitSpec, WaitState } from "@rendezvous/core";
+import type { EventRecord, Explanation, Wait, WaitSpec, WaitState } from "@rendezvous/core";
 import { isRetryableStatus, RendezvousApiError, RendezvousNetworkError } from "./errors.js";
 import { errorBody } from "./producer.js";
 import { type Attempt, type RetryOptions, withRetry } from "./retry.js";
@@ -27,19 +27,6 @@ export interface ListFilter {
   correlationId?: string;
   limit?: number;
   cursor?: string;
-}
-
-export interface Explanation {
-  state: WaitState;
-  verdict:
-    | "resolved"
-    | "timed_out"
-    | "cancelled"
-    | "backlog"
-    | "correlation_mismatch"
-    | "rejected_signal"
-    | "no_signal";
-  details: Record<string, unknown>;
 }
 
 export interface ConsumeResult {

@@ -11,7 +11,7 @@ export {
   RendezvousApiError,
   RendezvousNetworkError,
 } from "./errors.js";
-export { type ConsumeResult, type Explanation, HostClient, type HostClientOptions, type ListFilter } from "./host.js";
+export { type ConsumeResult, HostClient, type HostClientOptions, type ListFilter } from "./host.js";
 export {
   type BatchResult,
   MAX_BATCH,

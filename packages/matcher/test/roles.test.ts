@@ -1,8 +1,8 @@
 import { createServer } from "node:http";
+import { eventually, makeResources } from "@rendezvous/testkit";
 import { Queue } from "bullmq";
 import { describe, expect, it } from "vitest";
 import { continuationQueueName, Dispatcher, Matcher, signWebhook } from "../src/index.js";
-import { eventually, makeResources } from "./helpers.js";
 
 const spec = (runId: string, correlationId: string, extra: Record<string, unknown> = {}) => ({
   runId,

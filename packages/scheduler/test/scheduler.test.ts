@@ -1,6 +1,6 @@
+import { eventually, makeResources } from "@rendezvous/testkit";
 import { describe, expect, it } from "vitest";
 import { Scheduler } from "../src/index.js";
-import { eventually, makeResources } from "./helpers.js";
 
 const spec = (runId: string, correlationId: string, timeoutMs: number) => ({
   runId,

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type ConfigInput, createResources, parseConfig, type Resources } from "@rendezvous/core";
 import { continuationQueueName } from "@rendezvous/matcher";
-import { redisUrl, spawnCli, trackOpen, uniquePrefix } from "@rendezvous/testkit";
+import { eventually, redisUrl, spawnCli, trackOpen, uniquePrefix } from "@rendezvous/testkit";
 import { Queue } from "bullmq";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
@@ -36,15 +36,7 @@ function setup(extraEnv: Record<string, string> = {}) {
   return { prefix, res, role };
 }
 
-async function until<T>(check: () => Promise<T | undefined | false | null>, ms = 20_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v) return v;
-    if (Date.now() > end) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const until = <T>(check: () => Promise<T | undefined | false | null>, ms = 20_000) => eventually<T>(check, ms, 50);
 
 async function continuationJobs(res: Resources, tenant: string) {
   const queue = new Queue(continuationQueueName(tenant), { connection: res.connect("check"), prefix: res.queuePrefix });

@@ -7,7 +7,7 @@ import { createHmac } from "node:crypto";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type CliProcess, redisUrl, spawnCli, uniquePrefix } from "@rendezvous/testkit";
+import { type CliProcess, eventually, redisUrl, spawnCli, uniquePrefix } from "@rendezvous/testkit";
 import { expect } from "vitest";
 
 export interface Started {
@@ -179,15 +179,8 @@ export function expectWait(wait: Json): void {
 }
 
 /** Polls until `check` returns a truthy value. */
-export async function until<T>(check: () => Promise<T | undefined | false | null>, ms = 15_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v) return v;
-    if (Date.now() > end) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+export const until = <T>(check: () => Promise<T | undefined | false | null>, ms = 15_000): Promise<T> =>
+  eventually(check, ms, 50);
 
 /** Polls a wait until its state is not `waiting`. */
 export async function settled(host: Client, id: string, ms = 15_000): Promise<Json> {

@@ -9,3 +9,5 @@ export {
 export { guardClosed, redisUrl, trackOpen, uniquePrefix } from "./fixtures.js";
 export { type CliProcess, spawnCli } from "./processes.js";
 export { mulberry32, seedFromEnv } from "./random.js";
+export { makeResources } from "./resources.js";
+export { eventually } from "./wait.js";
