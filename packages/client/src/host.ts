@@ -48,16 +48,16 @@ export class HostClient {
   }
 
   /** Registers a wait; `created` is false when the same (runId, position) was registered before. */
-  async register(spec: WaitSpec): Promise<{ created: boolean; wait: Wait }> {
+  async registerWait(spec: WaitSpec): Promise<{ created: boolean; wait: Wait }> {
     const { status, body } = await this.#call("POST", "/v1/waits", spec, true);
     return { created: status === 201, wait: (body as { wait: Wait }).wait };
   }
 
-  async get(waitId: string): Promise<Wait> {
+  async getWait(waitId: string): Promise<Wait> {
     return ((await this.#call("GET", `/v1/waits/${encodeURIComponent(waitId)}`)).body as { wait: Wait }).wait;
   }
 
-  async list(filter: ListFilter = {}): Promise<{ waits: Wait[]; nextCursor: string | null }> {
+  async listWaits(filter: ListFilter = {}): Promise<{ waits: Wait[]; nextCursor: string | null }> {
     const q = new URLSearchParams();
     for (const [k, v] of Object.entries(filter)) if (v !== undefined) q.set(k, String(v));
     return (await this.#call("GET", `/v1/waits?${q}`, undefined, true)).body as {
@@ -107,7 +107,7 @@ export class HostClient {
     timeoutMs: number;
     pollMs?: number;
   }): Promise<Record<string, unknown> | null> {
-    let { wait } = await this.register({
+    let { wait } = await this.registerWait({
       runId: req.runId,
       position: req.position,
       eventType: req.event,
@@ -116,11 +116,41 @@ export class HostClient {
     });
     while (wait.state === "waiting") {
       await new Promise((r) => setTimeout(r, req.pollMs ?? 200));
-      wait = await this.get(wait.id);
+      wait = await this.getWait(wait.id);
     }
     const r = wait.resolution;
     if (wait.state !== "resolved" || !r) return null;
     return r.event?.payload ?? r.payload ?? {};
+  }
+
+  /**
+   * Registers the wait FIRST, then launches the external job with the correlation id
+   * as its idempotency key, then attaches the job id. Safe to re-run after a crash
+   * at any line: registering again names the same wait; a wait that already has a
+   * job id (or has settled) is not launched again; a crash between launch and attach
+   * re-launches with the same idempotency key, which the job's system deduplicates.
+   */
+  async launchAndWait(req: {
+    runId: string;
+    position: string;
+    eventType: string;
+    correlationId: string;
+    timeoutMs?: number;
+    metadata?: Record<string, unknown>;
+    /** starts the external job; returns its id */
+    launch: (ctx: { idempotencyKey: string; waitId: string }) => Promise<string>;
+  }): Promise<Wait> {
+    const { wait } = await this.registerWait({
+      runId: req.runId,
+      position: req.position,
+      eventType: req.eventType,
+      correlationId: req.correlationId,
+      timeoutMs: req.timeoutMs,
+      metadata: req.metadata,
+    });
+    if (wait.state !== "waiting" || wait.externalJobId) return wait;
+    const jobId = await req.launch({ idempotencyKey: req.correlationId, waitId: wait.id });
+    return this.attachJob(wait.id, jobId);
   }
 
   async getEvent(producer: string, eventId: string): Promise<EventRecord> {

@@ -84,7 +84,7 @@ export function addOperatorCommands(program: Command): void {
   withClientOptions(wait.command("get <id>").description("show a wait and its timeline")).action(
     (id: string, flags: ClientFlags) =>
       act(flags, async () => {
-        const w = await hostClient(flags).get(id);
+        const w = await hostClient(flags).getWait(id);
         return { json: { wait: w }, text: describeWait(w) };
       }),
   );
@@ -107,7 +107,7 @@ export function addOperatorCommands(program: Command): void {
         },
       ) =>
         act(flags, async () => {
-          const page = await hostClient(flags).list({
+          const page = await hostClient(flags).listWaits({
             runId: flags.runId,
             state: flags.state,
             eventType: flags.eventType,

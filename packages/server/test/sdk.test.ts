@@ -59,13 +59,13 @@ describe("host SDK", () => {
       },
     });
     try {
-      const { wait: a } = await host.register({
+      const { wait: a } = await host.registerWait({
         runId: "r1",
         position: "p",
         eventType: "payment.settled",
         correlationId: "pay_1",
       });
-      const { wait: b } = await host.register({
+      const { wait: b } = await host.registerWait({
         runId: "r2",
         position: "p",
         eventType: "payment.settled",
@@ -77,7 +77,7 @@ describe("host SDK", () => {
       await host.consume(b.id, "someone-else");
       const until = Date.now() + 10_000;
       while (Date.now() < until) {
-        const doneB = (await host.get(b.id)).history.some((h) => h.what === "continuation_dispatched");
+        const doneB = (await host.getWait(b.id)).history.some((h) => h.what === "continuation_dispatched");
         if (seen.length >= 1 && doneB) break;
         await new Promise((r) => setTimeout(r, 50));
       }

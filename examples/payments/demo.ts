@@ -1,12 +1,16 @@
 /**
  * `npm run demo`: the product in one minute, against a real `rendezvous start`
- * (embedded Redis, fresh data dir). Needs redis-server on PATH.
+ * (embedded Redis, fresh data dir) and a fake payment provider. Needs redis-server
+ * on PATH.
  *
- *  1. a run registers a wait and lets go of its worker;
- *  2. a producer publishes the result (signed), then publishes it again (duplicate);
+ *  1. a run launches a charge with `launchAndWait` (wait registered first, the
+ *     correlation id is the charge's idempotency key) and lets go of its worker;
+ *     re-running the same step after a "crash" launches nothing twice;
+ *  2. the provider settles the charge by publishing a signed event;
+ *     a relay re-sends it (duplicate);
  *  3. a host worker takes the continuation and claims it once;
- *  4. a second wait gets no event and times out;
- *  5. a third wait gets an event with the wrong correlation id: explain says why.
+ *  4. a charge that never settles: the wait times out;
+ *  5. an event with the wrong correlation id: explain says why.
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -14,8 +18,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type Continuation, ContinuationWorker, HostClient, ProducerClient } from "@rendezvous/client";
+import { startProvider } from "./provider.js";
 
-const bin = fileURLToPath(new URL("../packages/server/bin/rendezvous.js", import.meta.url));
+const bin = fileURLToPath(new URL("../../packages/server/bin/rendezvous.js", import.meta.url));
 const dataDir = mkdtempSync(join(tmpdir(), "rendezvous-demo-"));
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
@@ -65,21 +70,45 @@ try {
     },
   });
 
-  say("1. run order-42 starts a payment and waits for payment.settled / pay_42 (60 s)");
-  const { wait } = await host.register({
-    runId: "order-42",
-    position: "charge#1",
-    eventType: "payment.settled",
-    correlationId: "pay_42",
-    timeoutMs: 60_000,
-  });
-  say(`   wait ${wait.id} is ${wait.state}; the run's worker is free\n`);
+  const provider = await startProvider(producer);
+  const charge = async (amount: number, idempotencyKey: string) => {
+    const res = await fetch(`${provider.url}/charges`, {
+      method: "POST",
+      body: JSON.stringify({ amount, idempotencyKey }),
+    });
+    return ((await res.json()) as { chargeId: string }).chargeId;
+  };
 
-  say("2. the payment service publishes the result, signed with its secret — twice");
-  const event = { id: "evt-pay-42", type: "payment.settled", correlationId: "pay_42", payload: { amount: 4200 } };
-  const first = await producer.publish(event);
-  const again = await producer.publish(event);
-  say(`   first send: ${first.status} (stream ${first.event.streamId}); second send: ${again.status}\n`);
+  say("1. run order-42 charges 42.00 and waits for payment.settled / pay_42 (60 s)");
+  const step = () =>
+    host.launchAndWait({
+      runId: "order-42",
+      position: "charge#1",
+      eventType: "payment.settled",
+      correlationId: "pay_42",
+      timeoutMs: 60_000,
+      launch: ({ idempotencyKey }) => charge(4200, idempotencyKey),
+    });
+  const wait = await step();
+  const rerun = await step(); // the worker "crashed" and the step runs again
+  say(`   wait ${wait.id} is ${wait.state}, job ${wait.externalJobId}; the run's worker is free`);
+  say(`   re-running the step: same wait ${rerun.id === wait.id}, charges started ${provider.charges.size}\n`);
+
+  say("2. the provider settles the charge (signed event); a relay delivers it twice");
+  const settled = await until("the settlement", async () => {
+    try {
+      return await host.getEvent("demo", `${wait.externalJobId}.settled`);
+    } catch {
+      return undefined;
+    }
+  });
+  const resent = await producer.publish({
+    id: settled.id,
+    type: "payment.settled",
+    correlationId: "pay_42",
+    payload: { chargeId: wait.externalJobId, amount: 4200 },
+  });
+  say(`   ${settled.id}: ${settled.status} (stream ${settled.streamId}); the re-send: ${resent.status}\n`);
 
   say("3. a host worker takes the continuation and claims it");
   const done = await until("the continuation", () => continued.find((c) => c.wait.id === wait.id));
@@ -87,19 +116,20 @@ try {
   say(`   resolved by event ${done.wait.resolution?.event?.producer}/${done.wait.resolution?.event?.id}`);
   say(`   timeline: ${done.wait.history.map((h) => h.what).join(" → ")}\n`);
 
-  say("4. run order-43 waits 1.5 s for an event that never comes");
-  const { wait: lonely } = await host.register({
+  say("4. run order-43 charges an amount the provider never settles, and waits 1.5 s");
+  const lonely = await host.launchAndWait({
     runId: "order-43",
     position: "charge#1",
     eventType: "payment.settled",
     correlationId: "pay_43",
     timeoutMs: 1500,
+    launch: ({ idempotencyKey }) => charge(0, idempotencyKey),
   });
   const timedOut = await until("the timeout", () => continued.find((c) => c.wait.id === lonely.id));
   say(`   ${lonely.id}: timed out = ${timedOut.timedOut}, deadline ${timedOut.wait.resolution?.deadline}\n`);
 
   say("5. run order-44 waits for pay_44, but the producer sends pay_44x");
-  const { wait: pending } = await host.register({
+  const { wait: pending } = await host.registerWait({
     runId: "order-44",
     position: "charge#1",
     eventType: "payment.settled",
@@ -113,6 +143,7 @@ try {
   const miss = (why.details.nearMisses as Array<{ correlationId: string }>)[0];
   say(`   explain: ${why.verdict} (an event arrived for ${miss?.correlationId})\n`);
   say("demo finished: one resolution per wait, each claimed once.");
+  await provider.close();
 } finally {
   await worker?.close();
   server.kill("SIGTERM");
