@@ -115,4 +115,33 @@ describe("host SDK", () => {
       }),
     ).toBeNull();
   });
+
+  it("launchAndWait registers first, launches once per idempotency key, and is safe to re-run after a crash", async () => {
+    const { host } = await server();
+    const jobs = new Map<string, string>(); // the external system: idempotent on the key
+    const launches: string[] = [];
+    const launch = async ({ idempotencyKey }: { idempotencyKey: string }) => {
+      launches.push(idempotencyKey);
+      if (!jobs.has(idempotencyKey)) jobs.set(idempotencyKey, `job-${jobs.size + 1}`);
+      return jobs.get(idempotencyKey) as string;
+    };
+    const req = { runId: "r", position: "charge#1", eventType: "payment.settled", correlationId: "pay_7" };
+    // crash after the launch, before the attach: the launch happened, the wait has no job id
+    await expect(
+      host.launchAndWait({
+        ...req,
+        launch: async (ctx) => {
+          await launch(ctx);
+          throw new Error("crash");
+        },
+      }),
+    ).rejects.toThrow("crash");
+    const first = await host.launchAndWait({ ...req, launch });
+    expect(first.externalJobId).toBe("job-1");
+    const again = await host.launchAndWait({ ...req, launch });
+    expect(again.id).toBe(first.id);
+    expect(launches).toEqual(["pay_7", "pay_7"]); // the re-run after the attach launched nothing
+    expect(jobs.size).toBe(1);
+    expect(again.history.filter((h) => h.what === "job_attached")).toHaveLength(1);
+  });
 });
