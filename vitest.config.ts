@@ -22,6 +22,10 @@ const ON_CLUSTER = [
   "packages/matcher/test/roles.test.ts",
   "packages/scheduler/test/scheduler.test.ts",
   "packages/server/test/crash.test.ts",
+  "packages/server/test/e2e-api.test.ts",
+  "packages/server/test/e2e-errors.test.ts",
+  "packages/server/test/e2e-fuzz.test.ts",
+  "packages/server/test/sdk.test.ts",
   "packages/*/test/**/*.cluster.test.ts",
 ];
 

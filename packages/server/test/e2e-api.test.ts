@@ -5,9 +5,9 @@
  * cancel, explain, consume), direct delivery, continuations in BullMQ, the
  * operations routes, the OpenAPI document, and tenant isolation.
  */
+import { createBlockingRedis, isClusterUrl, queuePrefixFor } from "@rendezvous/core";
 import { redisUrl } from "@rendezvous/testkit";
 import { Queue } from "bullmq";
-import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   bearer,
@@ -365,8 +365,12 @@ describe("waits (hosts)", () => {
       event: { producer: "billing", id, payload: { amount: 99 } },
     });
 
-    const connection = new Redis(redisUrl(), { maxRetriesPerRequest: null });
-    const queue = new Queue("continuations.acme", { connection, prefix: server.prefix });
+    // the queue as a host reads it: a cluster-aware connection and `{<prefix>}` on a cluster
+    const connection = createBlockingRedis(redisUrl());
+    const queue = new Queue("continuations.acme", {
+      connection,
+      prefix: queuePrefixFor(server.prefix, isClusterUrl(redisUrl())),
+    });
     try {
       const job = await until(async () => (await queue.getJob(wait.id)) ?? undefined);
       expect(job.id).toBe(wait.id);

@@ -52,8 +52,8 @@ describe("host SDK", () => {
       tenant: "acme",
       host,
       name: "w-1",
-      connection: { url: redisUrl(), maxRetriesPerRequest: null },
-      prefix: res.prefix,
+      connection: res.connect("continuations", { blocking: true }),
+      prefix: res.queuePrefix,
       handler: async (c) => {
         seen.push(c);
       },
