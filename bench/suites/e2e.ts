@@ -292,6 +292,76 @@ async function oneAtATime(
   return { fromReturn: summarize(fromReturn), fromCall: summarize(fromCall) };
 }
 
+interface StageCost {
+  stage: string;
+  seconds: number;
+  /** redis-server CPU (user + sys) per event, µs */
+  redisUs: number;
+  /** this process's CPU per event, µs */
+  nodeUs: number;
+  scripts: number;
+  usPerScript: number;
+  commands: number;
+}
+
+/**
+ * The cost of each step on its own: `count` events ingested with no matcher running,
+ * then the matcher started alone on that backlog, then the dispatcher alone. Each step
+ * drains a backlog in full batches: the cheapest per event it gets.
+ */
+async function costByStage(
+  api: Resources,
+  admin: Redis,
+  queue: Queue,
+  roles: { matcher: Matcher; dispatcher: Dispatcher },
+  opts: { count: number; batch: number; inFlight: number },
+): Promise<StageCost[]> {
+  const targets = await registerTargets(api, opts.count, 200);
+  const out: StageCost[] = [];
+  const measure = async (stage: string, run: () => Promise<void>) => {
+    const close = await openWindow(admin);
+    await run();
+    const w = await close();
+    const scripts = w.commands.find((c) => c.command === "evalsha");
+    out.push({
+      stage,
+      seconds: w.wallMs / 1000,
+      redisUs: (w.redisCpu * w.wallMs * 1000) / opts.count,
+      nodeUs: (w.nodeCpu * w.wallMs * 1000) / opts.count,
+      scripts: (scripts?.calls ?? 0) / opts.count,
+      usPerScript: scripts?.usecPerCall ?? 0,
+      commands: w.commands.reduce((n, c) => n + c.calls, 0) / opts.count,
+    });
+  };
+  const until = async (done: () => Promise<boolean>) => {
+    const limit = Date.now() + 120_000;
+    while (!(await done())) {
+      if (Date.now() > limit) throw new Error("cost by stage: step did not finish in 120 s");
+      await sleep(20);
+    }
+  };
+  const outboxLength = async () => {
+    const pipeline = admin.pipeline();
+    for (const p of api.store.keys.allPartitions()) pipeline.xlen(api.store.keys.partition(p).outbox);
+    return ((await pipeline.exec()) ?? []).reduce((n, [, len]) => n + Number(len ?? 0), 0);
+  };
+  await measure("ingest: dedup, append, commit (no matcher running)", () =>
+    runPool(Math.ceil(opts.count / opts.batch), opts.inFlight, async (b) => {
+      await ingest(api, targets.slice(b * opts.batch, (b + 1) * opts.batch));
+    }),
+  );
+  await measure("match: the matcher alone on that backlog", async () => {
+    await roles.matcher.start();
+    await until(async () => (await outboxLength()) >= opts.count);
+  });
+  const base = await queue.getWaitingCount();
+  await measure("dispatch: the dispatcher alone on that backlog", async () => {
+    await roles.dispatcher.start();
+    await until(async () => (await queue.getWaitingCount()) - base >= opts.count);
+  });
+  return out;
+}
+
 function stageRows(stages: Map<string, StageStats>, wallMs: number, events: number) {
   return [...stages].map(([name, s]) => [
     name,
@@ -315,6 +385,7 @@ export async function main(): Promise<void> {
   const tickMs = args.number("tick-ms", 10);
   const partitions = args.number("partitions", 16);
   const ceilingSeconds = args.number("ceiling-seconds", quick ? 1 : 5);
+  const profileCount = args.number("profile-events", quick ? 1000 : 10_000);
 
   const server = await startBenchRedis(quick ? 120_000 : 15 * 60_000);
   const { Redis } = await import("ioredis");
@@ -334,7 +405,7 @@ export async function main(): Promise<void> {
   stages.wrap("matcher: match (1 pipelined round trip)", matcherRes.store, "match");
   stages.wrap("matcher: XACK", matcher.loop, "ack");
   stages.wrap("dispatcher: getWaits (1 pipelined round trip)", dispatcherRes.store, "getWaits");
-  stages.wrap("dispatcher: addBulk (BullMQ, 1 MULTI)", dispatcher.queue(QUEUE), "addBulk");
+  stages.wrap("dispatcher: addBulk (BullMQ, 1 pipeline)", dispatcher.queue(QUEUE), "addBulk");
   stages.wrap("dispatcher: annotate (1 script per wait)", dispatcherRes.store, "annotate");
   stages.wrap("dispatcher: XACK", dispatcher.loop, "ack");
 
@@ -347,9 +418,19 @@ export async function main(): Promise<void> {
     console.log(`load average (1/5/15 min) at start: ${load()}`);
     const ceiling = await measureCeiling(server.url, ceilingSeconds);
 
-    await dispatcher.start();
-    await matcher.start();
     await added.events.waitUntilReady();
+    progress(`cost by stage: ${profileCount} events, each step alone`);
+    const costs = await costByStage(
+      api,
+      admin,
+      queue,
+      { matcher, dispatcher },
+      {
+        count: profileCount,
+        batch,
+        inFlight: batchesInFlight,
+      },
+    );
 
     progress(`throughput: registering ${waits} waits`);
     const tpTargets = await registerTargets(api, waits, 200);
@@ -453,8 +534,22 @@ export async function main(): Promise<void> {
       head,
       stageRows(lat.stages, lat.window.wallMs, lat.events),
     );
+    printTable(
+      "Cost per event of each step alone (backlog drained in full batches; CPU from INFO cpu and process.cpuUsage)",
+      ["step", "seconds", "redis CPU µs/event", "node CPU µs/event", "scripts/event", "µs/script", "commands/event"],
+      costs.map((c) => [
+        c.stage,
+        Number(c.seconds.toFixed(2)),
+        Math.round(c.redisUs),
+        Math.round(c.nodeUs),
+        Number(c.scripts.toFixed(2)),
+        Number(c.usPerScript.toFixed(1)),
+        Number(c.commands.toFixed(1)),
+      ]),
+    );
     console.log(`load average (1/5/15 min) at end: ${load()}`);
     const file = saveResults("e2e", {
+      costs,
       at: new Date().toISOString(),
       machine: machine(),
       quick,

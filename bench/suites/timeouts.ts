@@ -31,6 +31,7 @@ import {
   usedMemory,
   type Window,
 } from "../lib/redis.js";
+import { chunkAddBulk, SharedBucketScheduler } from "../lib/scheduler-variants.js";
 import {
   correlationIds,
   EVENT_TYPE,
@@ -115,14 +116,22 @@ async function precision(
     scheduler: SchedulerOptions;
     /** a plain connection for INFO */
     admin: Redis;
+    /** "shared-bucket": one bucket job per time bucket for all partitions (a proposal) */
+    variant: string;
+    /** split the sweeper's addBulk into pipelines of at most this many jobs (0 = as is) */
+    addChunk: number;
   },
 ) {
   const res = resources(url, "tp", opts.partitions);
-  const scheduler = new Scheduler(res, opts.scheduler);
+  const scheduler =
+    opts.variant === "shared-bucket"
+      ? new SharedBucketScheduler(res, opts.scheduler)
+      : new Scheduler(res, opts.scheduler);
   const stages = new Stages();
   stages.wrap("sweep (every 1 s: read 5 s ahead, add bucket jobs)", scheduler, "sweep");
-  stages.wrap("queue.addBulk (bucket jobs, 1 MULTI per call)", scheduler.queue, "addBulk");
+  stages.wrap("queue.addBulk (bucket jobs, 1 pipeline per call)", scheduler.queue, "addBulk");
   stages.wrap("firePartition (a bucket job's work)", scheduler, "firePartition");
+  if (opts.addChunk > 0) chunkAddBulk(scheduler.queue as never, opts.addChunk);
   const loopDelay = monitorEventLoopDelay({ resolution: 5 });
   // where a bucket job's time goes: its id names its due time (t.<partition>.<at>);
   // the queue's event stream ids are the Redis times of promotion, start and end
@@ -385,6 +394,9 @@ export async function main(): Promise<void> {
     lookaheadMs: args.number("lookahead-ms", 5000),
   };
   const skipMemory = args.flag("skip-memory");
+  const variant = args.string("variant", "package");
+  const addChunk = args.number("add-chunk", 0);
+  if (!["package", "shared-bucket"].includes(variant)) throw new Error("--variant package | shared-bucket");
 
   const server = await startBenchRedis(quick ? 120_000 : 20 * 60_000);
   const { Redis } = await import("ioredis");
@@ -406,11 +418,13 @@ export async function main(): Promise<void> {
       ceiling: ceiling.callsPerSec,
       scheduler: schedulerOptions,
       admin,
+      variant,
+      addChunk,
     });
     const so = schedulerOptions;
 
     printTable(
-      `Timeout precision: ${waits} waits, timeouts uniform over ${lo / 1000}–${hi / 1000} s, one scheduler (bucket ${so.bucketMs} ms, sweep ${so.sweepIntervalMs} ms, lookahead ${so.lookaheadMs} ms, concurrency ${so.concurrency})`,
+      `Timeout precision: ${waits} waits, timeouts uniform over ${lo / 1000}–${hi / 1000} s, one scheduler (bucket ${so.bucketMs} ms, sweep ${so.sweepIntervalMs} ms, lookahead ${so.lookaheadMs} ms, concurrency ${so.concurrency}${variant === "package" ? "" : `, variant ${variant}`}${addChunk > 0 ? `, addBulk chunks of ${addChunk}` : ""})`,
       ["", "p50", "p90", "p99", "max", "min"],
       [
         [
@@ -466,7 +480,7 @@ export async function main(): Promise<void> {
       ]),
     );
     console.log(
-      `PING every 5 ms on its own connection, round trip p50 / p99 / max: ${fmt(p.pings.p50, 2)} / ${fmt(p.pings.p99, 1)} / ${fmt(p.pings.max, 1)} ms; ` +
+      `PING every 5 ms from this process on its own connection (stalls of Redis or of this event loop), round trip p50 / p99 / max: ${fmt(p.pings.p50, 2)} / ${fmt(p.pings.p99, 1)} / ${fmt(p.pings.max, 1)} ms; ` +
         `event-loop delay of this process p50 / p99 / max: ${fmt(p.eventLoopDelay.p50, 1)} / ${fmt(p.eventLoopDelay.p99, 1)} / ${fmt(p.eventLoopDelay.max, 1)} ms`,
     );
     if (skipMemory) {
