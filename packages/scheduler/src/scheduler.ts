@@ -1,8 +1,8 @@
 /**
  * Timeouts: BullMQ delayed jobs race deadlines against completions, one job per
- * (partition, time bucket) rather than one per wait, so a pending wait costs no
- * job of its own. A bucket job fires at the end of its bucket and times out every
- * due wait of its partition (`timeoutWait`, the event-time rule). The partition's
+ * time bucket (20 ms) for all partitions rather than one per wait, so a pending
+ * wait costs no job of its own. A bucket job fires at the end of its bucket and
+ * times out every due wait of every partition (`timeoutWait`, the event-time rule). The partition's
  * deadline index is the source of truth: the sweeper re-creates bucket jobs for
  * deadlines coming up and fires overdue waits whose job went missing, so a crash
  * between registering a wait and scheduling its job loses nothing.
@@ -33,9 +33,12 @@ export interface SchedulerOptions {
 }
 
 interface BucketJob {
-  p: number;
+  /** bucket end, ms */
   at: number;
 }
+
+/** Most jobs per MULTI when adding bucket jobs: a long MULTI stalls every client. */
+const ADD_CHUNK = 50;
 
 export class Scheduler {
   readonly #res: Resources;
@@ -71,26 +74,31 @@ export class Scheduler {
 
   /**
    * Makes sure a bucket job will fire for each deadline (idempotent; the register
-   * path calls it right after registering). Deadlines beyond the lookahead are left
-   * to the sweeper, so far deadlines cost no job until they come near.
+   * path calls it right after registering). One job per time bucket serves every
+   * partition, so jobs/s is bounded by 1000 / bucketMs whatever the partition count.
+   * Deadlines beyond the lookahead are left to the sweeper, so far deadlines cost no
+   * job until they come near. Jobs are added in small MULTIs so none holds Redis long.
    */
-  async schedule(deadlines: Array<{ partition: number; deadline: number }>): Promise<number> {
+  async schedule(deadlines: Array<{ partition?: number; deadline: number }>): Promise<number> {
     const now = Date.now();
     const jobs = new Map<string, BucketJob>();
-    for (const { partition, deadline } of deadlines) {
+    for (const { deadline } of deadlines) {
       if (deadline > now + this.#o.lookaheadMs) continue;
       const at = Math.ceil(deadline / this.#o.bucketMs) * this.#o.bucketMs;
-      const id = `t.${partition}.${at}`;
-      if (!this.#added.has(id)) jobs.set(id, { p: partition, at });
+      const id = `t.${at}`;
+      if (!this.#added.has(id)) jobs.set(id, { at });
     }
     if (jobs.size === 0) return 0;
-    await this.queue.addBulk(
-      [...jobs].map(([id, data]) => ({
-        name: "bucket",
-        data,
-        opts: { jobId: id, delay: Math.max(0, data.at - now), removeOnComplete: true, removeOnFail: 1000 },
-      })),
-    );
+    const list = [...jobs];
+    for (let i = 0; i < list.length; i += ADD_CHUNK) {
+      await this.queue.addBulk(
+        list.slice(i, i + ADD_CHUNK).map(([id, data]) => ({
+          name: "bucket",
+          data,
+          opts: { jobId: id, delay: Math.max(0, data.at - now), removeOnComplete: true, removeOnFail: 1000 },
+        })),
+      );
+    }
     for (const [id, data] of jobs) this.#added.set(id, data.at);
     return jobs.size;
   }
@@ -128,39 +136,71 @@ export class Scheduler {
 
   async #fire(job: Job<BucketJob>): Promise<void> {
     this.#added.delete(job.id ?? "");
-    await this.firePartition(job.data.p);
+    await this.fireDue();
   }
 
-  /** Times out every due wait of a partition; schedules a retry for those held back by backlog. */
+  /**
+   * Times out every due wait of every partition (a bucket job serves them all, so
+   * schedulers configured with different partitions still share bucket jobs): one
+   * pipelined read of the deadline indexes, one pipelined round of `timeoutWait`.
+   */
+  async fireDue(): Promise<{ timedOut: number; retry: number }> {
+    const all = this.#res.store.keys.allPartitions();
+    const total = { timedOut: 0, retry: 0 };
+    for (;;) {
+      const now = Date.now();
+      const results = await execBatch(
+        this.#res.redis,
+        all.map((p) => {
+          const key = this.#res.store.keys.partition(p).deadlines;
+          return { key, add: (pl) => pl.zrangebyscore(key, "-inf", now, "LIMIT", 0, this.#o.batch) };
+        }),
+      );
+      const due: string[] = [];
+      let full = false;
+      for (const [err, ids] of results) {
+        if (err) throw err;
+        due.push(...(ids as string[]));
+        if ((ids as string[]).length === this.#o.batch) full = true;
+      }
+      if (due.length === 0) break;
+      const r = await this.#timeOut(due);
+      total.timedOut += r.timedOut;
+      total.retry += r.retry;
+      // a full batch that timed out may have more behind it
+      if (!full || r.timedOut === 0) break;
+    }
+    return total;
+  }
+
+  /** Times out the given waits of a partition (the sweeper's overdue ones), or its due waits. */
   async firePartition(partition: number, ids?: string[]): Promise<{ timedOut: number; retry: number }> {
     const keys = this.#res.store.keys.partition(partition);
+    const due =
+      ids ?? (await this.#res.redis.zrangebyscore(keys.deadlines, "-inf", Date.now(), "LIMIT", 0, this.#o.batch));
+    return due.length === 0 ? { timedOut: 0, retry: 0 } : this.#timeOut(due);
+  }
+
+  /** One pipelined round of `timeoutWait`; a retry job for those an on-time event still holds back. */
+  async #timeOut(ids: string[]): Promise<{ timedOut: number; retry: number }> {
+    const results = await this.#res.store.timeoutMany(ids);
+    failpoint("scheduler.after-timeout");
+    const firedAt = Date.now();
     let timedOut = 0;
-    let retry = 0;
-    for (;;) {
-      const due =
-        ids ?? (await this.#res.redis.zrangebyscore(keys.deadlines, "-inf", Date.now(), "LIMIT", 0, this.#o.batch));
-      if (due.length === 0) break;
-      const results = await this.#res.store.timeoutMany(due);
-      failpoint("scheduler.after-timeout");
-      const firedAt = Date.now();
-      const later: Array<{ partition: number; deadline: number }> = [];
-      for (const r of results) {
-        if (r.outcome === "timed_out") {
-          timedOut++;
-          this.#res.metrics.resolutions.inc({ kind: "timeout" });
-          const deadline = Date.parse(r.wait.deadline ?? "");
-          if (Number.isFinite(deadline))
-            this.#res.metrics.timeoutLateness.observe(Math.max(0, firedAt - deadline) / 1000);
-        } else if (r.outcome === "backlog" || (r.outcome === "not_due" && r.deadline !== null)) {
-          retry++;
-          later.push({ partition, deadline: Math.max(firedAt + this.#o.retryMs, r.deadline ?? 0) });
-        }
+    const later: Array<{ deadline: number }> = [];
+    for (const r of results) {
+      if (r.outcome === "timed_out") {
+        timedOut++;
+        this.#res.metrics.resolutions.inc({ kind: "timeout" });
+        const deadline = Date.parse(r.wait.deadline ?? "");
+        if (Number.isFinite(deadline))
+          this.#res.metrics.timeoutLateness.observe(Math.max(0, firedAt - deadline) / 1000);
+      } else if (r.outcome === "backlog" || (r.outcome === "not_due" && r.deadline !== null)) {
+        later.push({ deadline: Math.max(firedAt + this.#o.retryMs, r.deadline ?? 0) });
       }
-      if (later.length > 0) await this.schedule(later);
-      // a full batch that all timed out may have more behind it
-      if (ids || due.length < this.#o.batch || timedOut === 0) break;
     }
-    return { timedOut, retry };
+    if (later.length > 0) await this.schedule(later);
+    return { timedOut, retry: later.length };
   }
 
   /**
