@@ -627,6 +627,33 @@ export class Store {
     return toWait(waitId, parseWait(raw));
   }
 
+  /** Appends timeline entries to several waits (any tenant; internal) in one round trip. */
+  async annotateMany(
+    entries: Array<{
+      waitId: string;
+      what: "continuation_dispatched" | "sweeper_rescheduled";
+      detail: Record<string, unknown>;
+    }>,
+  ): Promise<void> {
+    const now = this.now();
+    await this.runAll(
+      entries.flatMap(({ waitId, what, detail }) => {
+        const p = this.keys.waitPartition(waitId);
+        if (p === null) return [];
+        return [
+          annotateWaitArgs(this.keys.partition(p), {
+            waitId,
+            tenantPrefix: "",
+            what,
+            detail: JSON.stringify(detail),
+            once: false,
+            now,
+          }),
+        ];
+      }),
+    );
+  }
+
   /**
    * Resolves waiting waits of the tenant directly (API.md, Direct delivery).
    * Without a correlation id every partition is asked (one pipelined round trip);

@@ -119,7 +119,9 @@ export class Dispatcher {
     for (const wait of waits) {
       if (!wait) continue; // expired since: nothing left to hand out
       const name = continuationQueueName(wait.tenant);
-      byQueue.set(name, [...(byQueue.get(name) ?? []), wait]);
+      const list = byQueue.get(name);
+      if (list) list.push(wait);
+      else byQueue.set(name, [wait]);
       if (this.#res.config.tenants[wait.tenant]?.webhook) hooks.push(wait);
     }
     await Promise.all(
@@ -149,11 +151,13 @@ export class Dispatcher {
       );
     }
     failpoint("dispatcher.after-enqueue");
-    await Promise.all(
+    await this.#res.store.annotateMany(
       [...byQueue].flatMap(([name, list]) =>
-        list.map((wait) =>
-          this.#res.store.annotate(null, wait.id, "continuation_dispatched", { queue: name, jobId: wait.id }),
-        ),
+        list.map((wait) => ({
+          waitId: wait.id,
+          what: "continuation_dispatched" as const,
+          detail: { queue: name, jobId: wait.id },
+        })),
       ),
     );
     this.#res.metrics.continuationsDispatched.inc({ channel: "queue" }, waits.filter(Boolean).length);
