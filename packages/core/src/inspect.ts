@@ -29,7 +29,7 @@ export interface WaitPage {
 interface Source {
   key: string;
   prefix: string;
-  /** encoded parts before the wait id in each member */
+  /** encoded parts before the wait id in each member; 0 = a run-index member */
   parts: number;
 }
 
@@ -76,7 +76,7 @@ export async function listWaits(
   const sources: Source[] = [];
   if (filter.runId !== undefined) {
     const p = k.partition(k.runPartition(tenant, filter.runId));
-    sources.push({ key: p.runs, prefix: encodeParts(tenant, filter.runId), parts: 3 });
+    sources.push({ key: p.runs, prefix: k.runDigest(tenant, filter.runId), parts: 0 });
   } else {
     const prefix =
       filter.eventType === undefined
@@ -109,10 +109,7 @@ export async function listWaits(
       after = "";
       continue;
     }
-    const ids = members.map((m) => {
-      const rest = skipParts(m, src.parts);
-      return src.key.endsWith(":r") ? (rest.split("|")[0] as string) : rest;
-    });
+    const ids = members.map((m) => (src.parts === 0 ? k.waitIdOfRunMember(m) : skipParts(m, src.parts)));
     const found = await store.getWaits(ids);
     for (let i = 0; i < members.length; i++) {
       after = members[i] as string;

@@ -25,7 +25,7 @@ export interface PartitionKeys {
   readonly events: string;
   /** zset of records to remove, scored by time */
   readonly expiry: string;
-  /** lex zset "<run position><waitId>|<defHash>" (run index) */
+  /** lex zset "<run digest 12><position digest 16><partition>|<defHash>" (run index) */
   readonly runs: string;
   /** capped list of refused events (for `explain`) */
   readonly rejected: string;
@@ -115,9 +115,23 @@ export class KeyLayout {
     return this.place(this.eventKey(tenant, producer, eventId));
   }
 
-  /** Encoded run position (tenant, runId, position). */
+  /** Digest of a run (tenant, runId): the prefix of its run-index members (12 chars). */
+  runDigest(tenant: string, runId: string): string {
+    return digest(encodeParts(tenant, runId), 12);
+  }
+
+  /** Digest of a run position (tenant, runId, position): the body of its wait id (16 chars). */
+  positionDigest(tenant: string, runId: string, position: string): string {
+    return digest(encodeParts(tenant, runId, position), 16);
+  }
+
+  /**
+   * A run position's key in the run index: run digest + position digest, 28 chars.
+   * Fixed length, so a lexical range over it selects exactly one run position, and a
+   * range over the run digest lists the positions of one run.
+   */
   runPosition(tenant: string, runId: string, position: string): string {
-    return encodeParts(tenant, runId, position);
+    return this.runDigest(tenant, runId) + this.positionDigest(tenant, runId, position);
   }
 
   /** The run index of a run lives in the partition of (tenant, runId). */
@@ -127,7 +141,13 @@ export class KeyLayout {
 
   /** The wait id of a run position whose match key lies in `partition`. */
   waitId(tenant: string, runId: string, position: string, partition: number): string {
-    return `w${partition}.${digest(this.runPosition(tenant, runId, position), 16)}`;
+    return `w${partition}.${this.positionDigest(tenant, runId, position)}`;
+  }
+
+  /** The wait id a run-index member names ("<run digest><position digest><partition>|<hash>"). */
+  waitIdOfRunMember(member: string): string {
+    const partition = member.slice(28, member.indexOf("|", 28));
+    return `w${partition}.${member.slice(12, 28)}`;
   }
 
   /** The partition a wait id names, or null for an id that is malformed or out of range. */

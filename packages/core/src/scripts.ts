@@ -77,7 +77,7 @@ export function commitDedupsArgs(
 
 export function claimRunPositionArgs(
   k: PartitionKeys,
-  a: { runPosition: string; waitId: string; defHash: string },
+  a: { runPosition: string /** the wait's partition */; waitId: string; defHash: string },
 ): ScriptCall {
   return { script: "claimRunPosition", keys: [k.runs], args: [a.runPosition, a.waitId, a.defHash] };
 }

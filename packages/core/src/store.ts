@@ -492,17 +492,21 @@ export class Store {
         deadline: deadlineMs,
         since: sinceMs,
       }),
-      16,
+      12,
     );
-    const [claim, claimedId] = await this.run(
+    const runPosition = this.keys.runPosition(tenant, spec.runId, spec.position);
+    // the member stores the partition only: with the position digest it names the wait id
+    const [claim, claimedPartition] = await this.run(
       claimRunPositionArgs(this.keys.partition(this.keys.runPartition(tenant, spec.runId)), {
-        runPosition: this.keys.runPosition(tenant, spec.runId, spec.position),
-        waitId,
+        runPosition,
+        waitId: String(partition),
         defHash,
       }),
     );
     if (claim === Code.CONFLICT) {
-      throw new RendezvousError("wait_conflict", undefined, { waitId: String(claimedId) });
+      throw new RendezvousError("wait_conflict", undefined, {
+        waitId: this.keys.waitIdOfRunMember(`${runPosition}${String(claimedPartition)}|`),
+      });
     }
     const record = {
       mk: this.keys.matchKey(tenant, spec.eventType, spec.correlationId),
