@@ -10,9 +10,9 @@ import { progress } from "./table.js";
 export type { RedisServer };
 
 /** Starts the private server and stops it on exit, on Ctrl-C and after `maxMs` (a watchdog). */
-export async function startBenchRedis(maxMs: number): Promise<RedisServer> {
-  const server = await startRedisServer({ aof: true, fsync: "everysec" });
-  progress(`redis-server pid ${server.pid} on ${server.url} (appendonly yes, appendfsync everysec)`);
+export async function startBenchRedis(maxMs: number, fsync: "everysec" | "always" = "everysec"): Promise<RedisServer> {
+  const server = await startRedisServer({ aof: true, fsync });
+  progress(`redis-server pid ${server.pid} on ${server.url} (appendonly yes, appendfsync ${fsync})`);
   const kill = () => {
     try {
       process.kill(server.pid, "SIGKILL");

@@ -28,7 +28,15 @@ export function printTable(title: string, header: string[], rows: Cell[][]): voi
   for (const r of text) console.log(line(r));
 }
 
+let sink: ((message: string) => void) | undefined;
+
+/** Sends progress lines to `to` instead of stderr (e.g. into a progress bar); undefined restores. */
+export function setProgressSink(to: ((message: string) => void) | undefined): void {
+  sink = to;
+}
+
 /** A line of progress on stderr (kept out of the numbers on stdout). */
 export function progress(message: string): void {
-  process.stderr.write(`[${new Date().toISOString().slice(11, 23)}] ${message}\n`);
+  if (sink) sink(message);
+  else process.stderr.write(`[${new Date().toISOString().slice(11, 23)}] ${message}\n`);
 }

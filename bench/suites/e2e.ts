@@ -37,9 +37,9 @@ import {
 import { type Summary, sleep, summarize } from "../lib/stats.js";
 import { fmt, pct, printTable, progress } from "../lib/table.js";
 
-const QUEUE = continuationQueueName(TENANT);
+export const QUEUE = continuationQueueName(TENANT);
 
-interface Target {
+export interface Target {
   waitId: string;
   correlationId: string;
   eventId: string;
@@ -48,7 +48,7 @@ interface Target {
 let eventSeq = 0;
 
 /** Registers one wait per correlation id; returns what the events must carry. */
-async function registerTargets(api: Resources, count: number, inFlight: number): Promise<Target[]> {
+export async function registerTargets(api: Resources, count: number, inFlight: number): Promise<Target[]> {
   const ids = correlationIds(count);
   const out: Target[] = new Array(count);
   await runPool(count, inFlight, async (i) => {
@@ -65,7 +65,7 @@ async function registerTargets(api: Resources, count: number, inFlight: number):
   return out;
 }
 
-function event(t: Target): EventInput {
+export function event(t: Target): EventInput {
   return {
     id: t.eventId,
     type: EVENT_TYPE,
@@ -75,7 +75,7 @@ function event(t: Target): EventInput {
   };
 }
 
-async function ingest(api: Resources, targets: Target[]): Promise<number[]> {
+export async function ingest(api: Resources, targets: Target[]): Promise<number[]> {
   const results = await api.store.ingest(TENANT, PRODUCER, targets.map(event));
   return results.map((r) => {
     if (r.status !== "accepted") throw new Error(`event not accepted: ${r.status}`);
@@ -84,7 +84,7 @@ async function ingest(api: Resources, targets: Target[]): Promise<number[]> {
 }
 
 /** Redis time (ms) at which each continuation job was added, by job id. */
-class AddedJobs {
+export class AddedJobs {
   readonly at = new Map<string, number>();
   readonly #waiters = new Map<string, (ms: number) => void>();
   readonly events: QueueEvents;
@@ -125,7 +125,7 @@ class AddedJobs {
   }
 }
 
-interface Throughput {
+export interface Throughput {
   events: number;
   seconds: number;
   eventsPerSec: number;
@@ -138,7 +138,7 @@ interface Throughput {
   stages: Map<string, StageStats>;
 }
 
-async function throughput(
+export async function throughput(
   api: Resources,
   admin: Redis,
   queue: Queue,
@@ -200,7 +200,7 @@ async function throughput(
   };
 }
 
-interface Latency {
+export interface Latency {
   rate: number;
   events: number;
   missing: number;
@@ -213,7 +213,7 @@ interface Latency {
 }
 
 /** Paced at `rate` events/s: every `tickMs`, one ingest call with the events due by then. */
-async function paced(
+export async function paced(
   api: Resources,
   admin: Redis,
   added: AddedJobs,
@@ -274,7 +274,7 @@ async function paced(
 }
 
 /** One event at a time: ingest, wait for its job, next. */
-async function oneAtATime(
+export async function oneAtATime(
   api: Resources,
   added: AddedJobs,
   targets: Target[],

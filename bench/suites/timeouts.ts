@@ -49,14 +49,14 @@ import { fmt, pct, printTable, progress } from "../lib/table.js";
 const LATENESS_TARGET_P99_MS = 100;
 const BYTES_TARGET = 600;
 
-interface Registered {
+export interface Registered {
   id: string;
   partition: number;
   deadline: number;
 }
 
 /** Registers `count` waits (in flight at once: `inFlight`); `after` runs right after each one. */
-async function registerWaits(
+export async function registerWaits(
   res: Resources,
   count: number,
   inFlight: number,
@@ -105,7 +105,7 @@ function topCommands(w: Window, n = 8): Array<Array<string | number>> {
     .map((c) => [c.command, c.calls, Math.round(c.usec / 1000), Number(c.usecPerCall.toFixed(1))]);
 }
 
-async function precision(
+export async function precision(
   url: string,
   opts: {
     waits: number;
@@ -234,7 +234,7 @@ async function precision(
   };
 }
 
-interface MemoryCase {
+export interface MemoryCase {
   label: string;
   waits: number;
   registerRate: number;
@@ -290,7 +290,7 @@ async function byKind(redis: Redis, prefix: string): Promise<Record<string, { ke
 }
 
 /** One memory case on a flushed server: returns the measured numbers. */
-type MemoryMode = "far" | "dense" | "register-path";
+export type MemoryMode = "far" | "dense" | "register-path";
 
 /**
  * One memory case on a flushed server.
@@ -302,7 +302,7 @@ type MemoryMode = "far" | "dense" | "register-path";
  * - register-path: timeouts 3–4 s, schedule() right after each register; the worker is not
  *   started, so nothing fires before the measurement.
  */
-async function memoryCase(
+export async function memoryCase(
   url: string,
   admin: Redis,
   label: string,

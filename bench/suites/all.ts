@@ -1,0 +1,501 @@
+/**
+ * `npm run bench`: every scenario of issue 6 in one run, against one private
+ * redis-server (AOF everysec, `--fsync always` as an option), the Lua ceiling measured
+ * once at the start and every throughput reported as events/s and as a fraction of it.
+ * It reuses the e2e and timeouts suites (their functions, same code paths). A progress
+ * bar per scenario on stderr, one summary table on stdout, everything measured in
+ * bench/results/<time>.json (git-ignored). See docs/performance.md.
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { createResources, parseConfig, type Resources } from "@rendezvous/core";
+import { Dispatcher, Matcher } from "@rendezvous/matcher";
+import { Queue } from "bullmq";
+import cliProgress from "cli-progress";
+import { pino } from "pino";
+import { buildApp } from "../../packages/server/src/http/app.js";
+import { parseArgs } from "../lib/args.js";
+import { measureCeiling } from "../lib/ceiling.js";
+import { Stages } from "../lib/instrument.js";
+import { runPool } from "../lib/pool.js";
+import { info, startBenchRedis } from "../lib/redis.js";
+import {
+  correlationIds,
+  EVENT_TYPE,
+  load,
+  machine,
+  POSITION,
+  PRODUCER,
+  resources,
+  runId,
+  TENANT,
+} from "../lib/setup.js";
+import { sleep } from "../lib/stats.js";
+import { fmt, pct, printTable, progress, setProgressSink } from "../lib/table.js";
+import { AddedJobs, ingest, oneAtATime, paced, QUEUE, registerTargets, type Target, throughput } from "./e2e.js";
+import { memoryCase, precision } from "./timeouts.js";
+
+const HOST_KEY = "hk_bench_all";
+
+interface Row {
+  scenario: string;
+  metric: string;
+  value: string;
+  ceiling: string;
+  target: string;
+  verdict: string;
+}
+
+/** One progress bar per scenario on stderr; the suites' progress lines go into its text. */
+async function scenario<T>(name: string, steps: number, run: (step: () => void) => Promise<T>): Promise<T> {
+  const bar = new cliProgress.SingleBar(
+    {
+      format: `${name.padEnd(34)} [{bar}] {value}/{total} {duration_formatted} {note}`,
+      stream: process.stderr,
+      hideCursor: false,
+      barsize: 24,
+      etaBuffer: 1,
+      noTTYOutput: true,
+      notTTYSchedule: 5000,
+    },
+    cliProgress.Presets.shades_classic,
+  );
+  bar.start(steps, 0, { note: "" });
+  setProgressSink((m) => bar.update({ note: m.trim().slice(0, 70) }));
+  try {
+    return await run(() => bar.increment());
+  } finally {
+    bar.update(steps);
+    bar.stop();
+    setProgressSink(undefined);
+  }
+}
+
+export async function main(): Promise<void> {
+  const args = parseArgs();
+  const quick = args.flag("quick");
+  const fsync = args.string("fsync", "everysec");
+  if (fsync !== "everysec" && fsync !== "always") throw new Error("--fsync everysec | always");
+  const partitions = args.number("partitions", 16);
+  const ceilingSeconds = args.number("ceiling-seconds", quick ? 1 : 5);
+  const waits = args.number("waits", quick ? 2000 : 20_000);
+  const latencySeconds = args.number("latency-seconds", quick ? 2 : 10);
+  const singles = args.number("singles", quick ? 30 : 300);
+  const registrations = args.number("registrations", quick ? 2000 : 20_000);
+  const timerWaits = args.number("timer-waits", quick ? 3000 : 100_000);
+  const timerSpread: [number, number] = quick ? [1000, 4000] : [5000, 65_000];
+  const scaleBig = args.number("scale-waits", quick ? 50_000 : 1_000_000);
+  const memoryWaits = args.number("memory-waits", quick ? 5000 : 100_000);
+  const batch = 100;
+  const batchesInFlight = 4;
+  const started = performance.now();
+
+  const server = await startBenchRedis(quick ? 120_000 : 40 * 60_000, fsync);
+  const { Redis } = await import("ioredis");
+  const admin = new Redis(server.url, { connectionName: "bench:admin" });
+  const prefix = "all";
+  const api = resources(server.url, prefix, partitions);
+  const matcherRes = resources(server.url, prefix, partitions);
+  const dispatcherRes = resources(server.url, prefix, partitions);
+  const matcher = new Matcher(matcherRes);
+  const dispatcher = new Dispatcher(dispatcherRes);
+  const queue = new Queue(QUEUE, { connection: api.connect("bench-count"), prefix });
+  const added = new AddedJobs(api);
+  const stages = new Stages();
+  const rows: Row[] = [];
+  const results: Record<string, unknown> = {};
+  let ceilingPerSec = Number.NaN;
+  const ofCeiling = (v: number) => pct(v / ceilingPerSec);
+  const add = (r: Partial<Row> & { scenario: string; metric: string; value: string }) =>
+    rows.push({ ceiling: "", target: "", verdict: "", ...r });
+  const notRun = (scenario: string, why: string) =>
+    add({ scenario, metric: "—", value: "not run", verdict: "", target: why });
+  const verdict = (ok: boolean) => (ok ? "PASS" : "MISS");
+
+  try {
+    const version = (await info(admin, "server")).get("redis_version");
+    console.log(`rendezvous bench — ${new Date().toISOString()}`);
+    console.log(
+      `machine: ${machine()}; redis ${version}, appendonly yes, appendfsync ${fsync}; ${partitions} partitions${quick ? "; --quick" : ""}`,
+    );
+    console.log(`load average (1/5/15 min) at start: ${load()}`);
+    const ceiling = await scenario("0. Lua ceiling", 1, async (step) => {
+      const c = await measureCeiling(server.url, ceilingSeconds);
+      step();
+      return c;
+    });
+    ceilingPerSec = ceiling.callsPerSec;
+    results.ceiling = ceiling;
+    add({
+      scenario: "0. ceiling",
+      metric: "Lua 4-command script, 64 in flight, calls/s",
+      value: fmt(ceilingPerSec),
+      ceiling: "100 %",
+    });
+
+    await added.events.waitUntilReady();
+    await matcher.start();
+    await dispatcher.start();
+
+    // 1. e2e throughput, in-process matcher + dispatcher, batch ingest through the Store
+    const tp = await scenario("1. e2e throughput (batch)", 2, async (step) => {
+      progress(`registering ${waits} waits`);
+      const targets = await registerTargets(api, waits, 200);
+      step();
+      progress(`ingesting ${waits} events`);
+      const r = await throughput(api, admin, queue, stages, targets, {
+        batch,
+        inFlight: batchesInFlight,
+        maxMs: quick ? 40_000 : 300_000,
+      });
+      step();
+      return r;
+    });
+    results.throughput = { ...tp, stages: Object.fromEntries(tp.stages), window: undefined };
+    add({
+      scenario: "1. e2e throughput",
+      metric: `Store batch ingest → continuation job, events/s (10–90 %, ${fmt(waits)} events)`,
+      value: fmt(tp.steadyPerSec),
+      ceiling: ofCeiling(tp.steadyPerSec),
+      target: "≥ 10,000/s and ≥ 14 %",
+      verdict: verdict(tp.complete && tp.steadyPerSec >= 10_000 && tp.steadyPerSec / ceilingPerSec >= 0.14),
+    });
+    add({
+      scenario: "1. e2e throughput",
+      metric: "  whole run incl. ramp and tail, events/s",
+      value: fmt(tp.eventsPerSec),
+      ceiling: ofCeiling(tp.eventsPerSec),
+    });
+    notRun("1. e2e throughput (HTTP batch, single)", "not in this version; HTTP ingest alone: npm run bench:ingest");
+
+    // 2. e2e latency: half the sustained rate, and one at a time
+    const lat = await scenario("2. e2e latency", 3, async (step) => {
+      const rate = Math.max(10, Math.floor(tp.steadyPerSec / 2));
+      const n = Math.max(50, Math.round(rate * latencySeconds));
+      progress(`registering ${n} waits`);
+      const latTargets = await registerTargets(api, n, 200);
+      await sleep(300);
+      step();
+      progress(`${n} events paced at ${rate}/s`);
+      const half = await paced(api, admin, added, stages, latTargets, rate, 10);
+      step();
+      const singleTargets = await registerTargets(api, singles, 50);
+      await sleep(300);
+      progress(`${singles} events one at a time`);
+      const single = await oneAtATime(api, added, singleTargets);
+      step();
+      return { rate, half, single };
+    });
+    results.latency = {
+      rate: lat.rate,
+      half: { ...lat.half, window: undefined, stages: undefined },
+      single: lat.single,
+    };
+    add({
+      scenario: "2. e2e latency",
+      metric: "one at a time, ingest returned → job added, p50 / p99 / max ms",
+      value: `${fmt(lat.single.fromReturn.p50)} / ${fmt(lat.single.fromReturn.p99)} / ${fmt(lat.single.fromReturn.max)}`,
+      target: "p50 ≤ 1.5 ms",
+      verdict: verdict(lat.single.fromReturn.p50 <= 1.5),
+    });
+    add({
+      scenario: "2. e2e latency",
+      metric: "one at a time, ingest called → job added, p50 / p99 ms",
+      value: `${fmt(lat.single.fromCall.p50)} / ${fmt(lat.single.fromCall.p99)}`,
+    });
+    add({
+      scenario: "2. e2e latency",
+      metric: `at half rate (${fmt(lat.rate)}/s), returned → added, p50 / p99 / max ms`,
+      value: `${fmt(lat.half.fromReturn.p50)} / ${fmt(lat.half.fromReturn.p99)} / ${fmt(lat.half.fromReturn.max)}`,
+      target: lat.half.missing > 0 ? `${lat.half.missing} jobs not seen` : "",
+    });
+
+    // 3. registration throughput: in-process Store, and HTTP POST /v1/waits
+    const reg = await scenario("3. registration", 2, async (step) => {
+      progress(`Store: ${registrations} waits, 200 in flight`);
+      const t0 = performance.now();
+      await registerTargets(api, registrations, 200);
+      const store = registrations / ((performance.now() - t0) / 1000);
+      step();
+      progress(`HTTP: ${registrations} waits, 64 in flight`);
+      const http = await httpRegistrations(server.url, partitions, registrations, 64);
+      step();
+      return { store, http };
+    });
+    results.registration = reg;
+    add({
+      scenario: "3. registration",
+      metric: "in-process store.register, waits/s (200 in flight)",
+      value: fmt(reg.store),
+      ceiling: ofCeiling(reg.store),
+    });
+    add({
+      scenario: "3. registration",
+      metric: "HTTP POST /v1/waits (in-process app, 64 in flight), waits/s",
+      value: fmt(reg.http),
+      ceiling: ofCeiling(reg.http),
+    });
+
+    // 4. timers: the timeouts suite's precision run
+    const timers = await scenario("4. timers", 1, async (step) => {
+      const p = await precision(server.url, {
+        waits: timerWaits,
+        spread: timerSpread,
+        inFlight: 200,
+        partitions,
+        ceiling: ceilingPerSec,
+        scheduler: { bucketMs: 20, concurrency: 4, sweepIntervalMs: 1000, lookaheadMs: 5000 },
+        admin,
+        variant: "package",
+        addChunk: 0,
+      });
+      step();
+      return p;
+    });
+    results.timers = { ...timers, window: undefined, stages: Object.fromEntries(timers.stages) };
+    add({
+      scenario: "4. timers",
+      metric: `lateness p50 / p99 / max ms (${fmt(timerWaits)} waits over ${timerSpread[0] / 1000}–${timerSpread[1] / 1000} s)`,
+      value: `${fmt(timers.lateness.p50)} / ${fmt(timers.lateness.p99)} / ${fmt(timers.lateness.max)}`,
+      target: `p99 ≤ 50 ms with 100k pending${timerWaits < 100_000 ? " (fewer here)" : ""}`,
+      verdict: verdict(timers.timedOut === timerWaits && timers.lateness.p99 <= 50),
+    });
+    add({
+      scenario: "4. timers",
+      metric: "timed out",
+      value: `${fmt(timers.timedOut)} of ${fmt(timerWaits)}`,
+    });
+
+    // 6. buffered events (run before scale: scale leaves many pending waits behind)
+    const buffered = await scenario("6. buffered", 3, async (step) => bufferedRun(api, queue, waits, step));
+    results.buffered = buffered;
+    // 5. scale: e2e throughput with 1k vs many active waits
+    const scale = await scenario("5. scale", 4, async (step) => {
+      const small = 1000;
+      progress(`${small} extra pending waits`);
+      await bulkRegister(api, small);
+      const t1 = await registerTargets(api, waits, 200);
+      step();
+      const r1 = await throughput(api, admin, queue, stages, t1, {
+        batch,
+        inFlight: batchesInFlight,
+        maxMs: quick ? 40_000 : 300_000,
+      });
+      step();
+      const t0 = performance.now();
+      await bulkRegister(api, scaleBig - small, (n) => progress(`registered ${fmt(n)} of ${fmt(scaleBig - small)}`));
+      const bulkRate = (scaleBig - small) / ((performance.now() - t0) / 1000);
+      const t2 = await registerTargets(api, waits, 200);
+      step();
+      const r2 = await throughput(api, admin, queue, stages, t2, {
+        batch,
+        inFlight: batchesInFlight,
+        maxMs: quick ? 40_000 : 300_000,
+      });
+      step();
+      return { small, big: scaleBig, r1: r1.steadyPerSec, r2: r2.steadyPerSec, bulkRate };
+    });
+    results.scale = scale;
+
+    // memory per pending wait (flushes the server: last)
+    await matcher.stop();
+    await dispatcher.stop();
+    const memory = await scenario("5. memory per pending wait", 1, async (step) => {
+      const m = await memoryCase(
+        server.url,
+        admin,
+        "a) far deadlines",
+        "mem",
+        { waits: memoryWaits, inFlight: 200, partitions },
+        "far",
+      );
+      step();
+      return m;
+    });
+    results.memory = memory;
+
+    const ratio = scale.r2 / scale.r1;
+    add({
+      scenario: "5. scale",
+      metric: `e2e events/s with ${fmt(scale.small)} pending waits`,
+      value: fmt(scale.r1),
+      ceiling: ofCeiling(scale.r1),
+    });
+    add({
+      scenario: "5. scale",
+      metric: `e2e events/s with ${fmt(scale.big)} pending waits`,
+      value: fmt(scale.r2),
+      ceiling: ofCeiling(scale.r2),
+    });
+    add({
+      scenario: "5. scale",
+      metric: `ratio ${fmt(scale.big)} / ${fmt(scale.small)}`,
+      value: ratio.toFixed(2),
+      target: `≥ 0.9 (1M / 1k)${scale.big < 1_000_000 ? "; fewer here" : ""}`,
+      verdict: verdict(ratio >= 0.9),
+    });
+    add({
+      scenario: "5. scale",
+      metric: "bulk registration (1,000 in flight), waits/s",
+      value: fmt(scale.bulkRate),
+      ceiling: ofCeiling(scale.bulkRate),
+    });
+    add({
+      scenario: "5. memory",
+      metric: `Redis bytes per pending wait (${fmt(memoryWaits)} waits, deadline 1 h ahead)`,
+      value: fmt(memory.bytesPerWait),
+      target: "≤ 500 bytes",
+      verdict: verdict(memory.bytesPerWait <= 500),
+    });
+    add({
+      scenario: "6. buffered",
+      metric: "50 % of events before their waits, events/s (incl. those registrations)",
+      value: fmt(buffered.eventsPerSec),
+      ceiling: ofCeiling(buffered.eventsPerSec),
+      target: buffered.complete ? "" : `only ${buffered.jobs} of ${buffered.events}`,
+    });
+    notRun("7. horizontal", "not callable in-process (spawns its own Redis and servers): npm run bench:scaleout");
+
+    const order = (s: string) => Number(s.slice(0, 1));
+    rows.sort((a, b) => order(a.scenario) - order(b.scenario));
+    printTable(
+      `rendezvous bench${quick ? " --quick" : ""} (appendfsync ${fsync}): throughput as events/s and as a fraction of the Lua ceiling`,
+      ["scenario", "metric", "value", "of ceiling", "target / note", ""],
+      rows.map((r) => [r.scenario, r.metric, r.value, r.ceiling, r.target, r.verdict]),
+    );
+    console.log(`load average (1/5/15 min) at end: ${load()}; ${fmt((performance.now() - started) / 1000)} s in all`);
+    const dir = new URL("../results/", import.meta.url);
+    mkdirSync(dir, { recursive: true });
+    const file = new URL(`${new Date().toISOString().replace(/[:.]/g, "-")}.json`, dir);
+    writeFileSync(
+      file,
+      `${JSON.stringify({ at: new Date().toISOString(), machine: machine(), quick, fsync, rows, results }, null, 2)}\n`,
+    );
+    progress(`results written to ${file.pathname}`);
+  } finally {
+    await matcher.stop();
+    await dispatcher.stop();
+    await added.events.close();
+    await queue.close();
+    await Promise.all([api.close(), matcherRes.close(), dispatcherRes.close()]);
+    await admin.quit();
+    await server.stop();
+  }
+}
+
+/** Registers `count` pending waits (deadline 1 h ahead) as fast as the Store takes them: 1,000 in flight. */
+async function bulkRegister(api: Resources, count: number, report?: (n: number) => void): Promise<void> {
+  const chunk = 50_000;
+  for (let from = 0; from < count; from += chunk) {
+    const n = Math.min(chunk, count - from);
+    const ids = correlationIds(n);
+    await runPool(n, 1000, async (i) => {
+      await api.store.register(TENANT, {
+        runId: runId(),
+        position: POSITION,
+        eventType: EVENT_TYPE,
+        correlationId: ids[i] as string,
+        timeoutMs: 3_600_000,
+      });
+    });
+    report?.(from + n);
+  }
+}
+
+/** 50 % of the events before their waits: all events ingested, then the missing waits registered. */
+async function bufferedRun(api: Resources, queue: Queue, count: number, step: () => void) {
+  const half = Math.floor(count / 2);
+  const ids = correlationIds(count);
+  // the second half: waits registered first (not timed)
+  const late: Target[] = [];
+  await runPool(count - half, 200, async (i) => {
+    const correlationId = ids[half + i] as string;
+    const { wait } = await api.store.register(TENANT, {
+      runId: runId(),
+      position: POSITION,
+      eventType: EVENT_TYPE,
+      correlationId,
+      timeoutMs: 3_600_000,
+    });
+    late.push({ waitId: wait.id, correlationId, eventId: `evt_buf_${correlationId}` });
+  });
+  step();
+  const early: Target[] = ids
+    .slice(0, half)
+    .map((correlationId) => ({ waitId: "", correlationId, eventId: `evt_buf_${correlationId}` }));
+  const all = [...early, ...late].sort(() => Math.random() - 0.5);
+  const base = await queue.getWaitingCount();
+  const t0 = performance.now();
+  progress(`ingesting ${count} events (${half} without a wait yet)`);
+  await runPool(Math.ceil(all.length / 100), 4, async (b) => {
+    await ingest(api, all.slice(b * 100, (b + 1) * 100));
+  });
+  const until = async (n: number) => {
+    const limit = Date.now() + 60_000;
+    for (;;) {
+      const c = (await queue.getWaitingCount()) - base;
+      if (c >= n || Date.now() > limit) return c;
+      await sleep(20);
+    }
+  };
+  await until(count - half);
+  step();
+  progress(`registering ${half} waits whose events are buffered`);
+  await runPool(half, 200, async (i) => {
+    await api.store.register(TENANT, {
+      runId: runId(),
+      position: POSITION,
+      eventType: EVENT_TYPE,
+      correlationId: ids[i] as string,
+      timeoutMs: 3_600_000,
+    });
+  });
+  const jobs = await until(count);
+  const seconds = (performance.now() - t0) / 1000;
+  step();
+  return { events: count, jobs, seconds, eventsPerSec: jobs / seconds, complete: jobs >= count };
+}
+
+/** POST /v1/waits against an in-process app (buildApp) on a free port, `inFlight` requests at once. */
+async function httpRegistrations(url: string, partitions: number, count: number, inFlight: number): Promise<number> {
+  const res = createResources({
+    redisUrl: url,
+    prefix: "all",
+    config: parseConfig({
+      partitions,
+      tenants: {
+        [TENANT]: {
+          hostKeys: [HOST_KEY],
+          producers: { [PRODUCER]: { keys: ["pk_bench_all"], eventTypes: [EVENT_TYPE] } },
+        },
+      },
+    }),
+    logger: pino({ level: "warn" }, pino.destination(2)),
+  });
+  const app = await buildApp({ res, roles: ["api"], running: () => true });
+  const base = await app.listen({ port: 0, host: "127.0.0.1" });
+  try {
+    const ids = correlationIds(count);
+    const post = async (i: number) => {
+      const r = await fetch(`${base}/v1/waits`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${HOST_KEY}`, "content-type": "application/json" },
+        body: JSON.stringify({
+          runId: runId(),
+          position: POSITION,
+          eventType: EVENT_TYPE,
+          correlationId: ids[i],
+          timeoutMs: 3_600_000,
+        }),
+      });
+      if (r.status !== 201) throw new Error(`POST /v1/waits: ${r.status} ${await r.text()}`);
+      await r.arrayBuffer().catch(() => undefined);
+    };
+    for (let i = 0; i < 100; i++) await post(i); // warm-up
+    const t0 = performance.now();
+    await runPool(count - 100, inFlight, (i) => post(i + 100));
+    return (count - 100) / ((performance.now() - t0) / 1000);
+  } finally {
+    await app.close();
+    await res.close();
+  }
+}
