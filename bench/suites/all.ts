@@ -31,10 +31,11 @@ import {
 } from "../lib/setup.js";
 import { sleep } from "../lib/stats.js";
 import { fmt, pct, printTable, progress, setProgressSink } from "../lib/table.js";
-import { AddedJobs, ingest, oneAtATime, paced, QUEUE, registerTargets, type Target, throughput } from "./e2e.js";
+import { AddedJobs, event, ingest, oneAtATime, paced, QUEUE, registerTargets, type Target, throughput } from "./e2e.js";
 import { memoryCase, precision } from "./timeouts.js";
 
 const HOST_KEY = "hk_bench_all";
+const PRODUCER_KEY = "pk_bench_all";
 
 interface Row {
   scenario: string;
@@ -85,6 +86,7 @@ export async function main(): Promise<void> {
   const timerSpread: [number, number] = quick ? [1000, 4000] : [5000, 65_000];
   const scaleBig = args.number("scale-waits", quick ? 50_000 : 1_000_000);
   const memoryWaits = args.number("memory-waits", quick ? 5000 : 100_000);
+  const httpSingles = args.number("http-singles", quick ? 1000 : 5000);
   const batch = 100;
   const batchesInFlight = 4;
   const started = performance.now();
@@ -102,6 +104,7 @@ export async function main(): Promise<void> {
   const added = new AddedJobs(api);
   const stages = new Stages();
   const rows: Row[] = [];
+  const closers: Array<() => Promise<void>> = [];
   const results: Record<string, unknown> = {};
   let ceilingPerSec = Number.NaN;
   const ofCeiling = (v: number) => pct(v / ceilingPerSec);
@@ -165,7 +168,32 @@ export async function main(): Promise<void> {
       value: fmt(tp.eventsPerSec),
       ceiling: ofCeiling(tp.eventsPerSec),
     });
-    notRun("1. e2e throughput (HTTP batch, single)", "not in this version; HTTP ingest alone: npm run bench:ingest");
+    const httpApp = await startHttpApp(server.url, partitions);
+    closers.push(() => httpApp.close());
+    const httpTp = await scenario("1. e2e throughput (HTTP)", 2, async (step) => {
+      progress(`HTTP batch: ${waits} events, batches of ${batch}, ${batchesInFlight} requests in flight`);
+      const b = await httpThroughput(httpApp, api, queue, waits, batch, batchesInFlight);
+      step();
+      progress(`HTTP single: ${httpSingles} events, 64 requests in flight`);
+      const s = await httpThroughput(httpApp, api, queue, httpSingles, 1, 64);
+      step();
+      return { batch: b, single: s };
+    });
+    results.httpThroughput = httpTp;
+    add({
+      scenario: "1. e2e throughput",
+      metric: `HTTP POST /v1/events/batch (in-process app, ${batchesInFlight} in flight) → job, events/s (10–90 %)`,
+      value: fmt(httpTp.batch.steadyPerSec),
+      ceiling: ofCeiling(httpTp.batch.steadyPerSec),
+      target: httpTp.batch.complete ? "" : `only ${httpTp.batch.events} of ${waits}`,
+    });
+    add({
+      scenario: "1. e2e throughput",
+      metric: `HTTP POST /v1/events, one event per request, 64 in flight → job, events/s (10–90 %)`,
+      value: fmt(httpTp.single.steadyPerSec),
+      ceiling: ofCeiling(httpTp.single.steadyPerSec),
+      target: httpTp.single.complete ? "" : `only ${httpTp.single.events} of ${httpSingles}`,
+    });
 
     // 2. e2e latency: half the sustained rate, and one at a time
     const lat = await scenario("2. e2e latency", 3, async (step) => {
@@ -217,7 +245,7 @@ export async function main(): Promise<void> {
       const store = registrations / ((performance.now() - t0) / 1000);
       step();
       progress(`HTTP: ${registrations} waits, 64 in flight`);
-      const http = await httpRegistrations(server.url, partitions, registrations, 64);
+      const http = await httpRegistrations(httpApp, registrations, 64);
       step();
       return { store, http };
     });
@@ -372,6 +400,7 @@ export async function main(): Promise<void> {
     );
     progress(`results written to ${file.pathname}`);
   } finally {
+    for (const close of closers) await close().catch(() => undefined);
     await matcher.stop();
     await dispatcher.stop();
     await added.events.close();
@@ -455,8 +484,13 @@ async function bufferedRun(api: Resources, queue: Queue, count: number, step: ()
   return { events: count, jobs, seconds, eventsPerSec: jobs / seconds, complete: jobs >= count };
 }
 
-/** POST /v1/waits against an in-process app (buildApp) on a free port, `inFlight` requests at once. */
-async function httpRegistrations(url: string, partitions: number, count: number, inFlight: number): Promise<number> {
+interface HttpApp {
+  base: string;
+  close(): Promise<void>;
+}
+
+/** The server's app (buildApp: ingest + host routes) in this process on a free port, same prefix. */
+async function startHttpApp(url: string, partitions: number): Promise<HttpApp> {
   const res = createResources({
     redisUrl: url,
     prefix: "all",
@@ -465,7 +499,7 @@ async function httpRegistrations(url: string, partitions: number, count: number,
       tenants: {
         [TENANT]: {
           hostKeys: [HOST_KEY],
-          producers: { [PRODUCER]: { keys: ["pk_bench_all"], eventTypes: [EVENT_TYPE] } },
+          producers: { [PRODUCER]: { keys: [PRODUCER_KEY], eventTypes: [EVENT_TYPE] } },
         },
       },
     }),
@@ -473,29 +507,87 @@ async function httpRegistrations(url: string, partitions: number, count: number,
   });
   const app = await buildApp({ res, roles: ["api"], running: () => true });
   const base = await app.listen({ port: 0, host: "127.0.0.1" });
-  try {
-    const ids = correlationIds(count);
-    const post = async (i: number) => {
-      const r = await fetch(`${base}/v1/waits`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${HOST_KEY}`, "content-type": "application/json" },
-        body: JSON.stringify({
-          runId: runId(),
-          position: POSITION,
-          eventType: EVENT_TYPE,
-          correlationId: ids[i],
-          timeoutMs: 3_600_000,
-        }),
-      });
-      if (r.status !== 201) throw new Error(`POST /v1/waits: ${r.status} ${await r.text()}`);
-      await r.arrayBuffer().catch(() => undefined);
-    };
-    for (let i = 0; i < 100; i++) await post(i); // warm-up
-    const t0 = performance.now();
-    await runPool(count - 100, inFlight, (i) => post(i + 100));
-    return (count - 100) / ((performance.now() - t0) / 1000);
-  } finally {
-    await app.close();
-    await res.close();
+  return {
+    base,
+    async close() {
+      await app.close();
+      await res.close();
+    },
+  };
+}
+
+async function postJson(url: string, headers: Record<string, string>, body: unknown, ok: number): Promise<void> {
+  const r = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify(body),
+  });
+  if (r.status !== ok) throw new Error(`POST ${url}: ${r.status} ${await r.text()}`);
+  await r.arrayBuffer();
+}
+
+const producerHeaders = {
+  authorization: `Bearer ${PRODUCER_KEY}`,
+  "rendezvous-producer": `${TENANT}/${PRODUCER}`,
+};
+
+/**
+ * E2e through HTTP: waits registered through the Store first, then their events POSTed
+ * (batches of `batch`, or one per request with batch = 1), `inFlight` requests at once;
+ * the run ends when every continuation job is waiting in the queue.
+ */
+async function httpThroughput(
+  http: HttpApp,
+  api: Resources,
+  queue: Queue,
+  count: number,
+  batch: number,
+  inFlight: number,
+): Promise<{ events: number; seconds: number; eventsPerSec: number; steadyPerSec: number; complete: boolean }> {
+  const targets = await registerTargets(api, count, 200);
+  const base = await queue.getWaitingCount();
+  const t0 = performance.now();
+  let failed: unknown;
+  const sending = runPool(Math.ceil(count / batch), inFlight, async (b) => {
+    const chunk = targets.slice(b * batch, (b + 1) * batch).map(event);
+    if (batch === 1) await postJson(`${http.base}/v1/events`, producerHeaders, chunk[0], 202);
+    else await postJson(`${http.base}/v1/events/batch`, producerHeaders, { events: chunk }, 200);
+  }).catch((err) => {
+    failed = err;
+  });
+  const samples: Array<[number, number]> = [];
+  for (;;) {
+    if (failed) throw failed;
+    const c = (await queue.getWaitingCount()) - base;
+    const ms = performance.now() - t0;
+    samples.push([ms, c]);
+    if (c >= count || ms > 120_000) break;
+    await sleep(20);
   }
+  await sending;
+  const crossing = (f: number) => (samples.find(([, c]) => c >= f * count) ?? [Number.NaN])[0];
+  const [endMs, endCount] = samples[samples.length - 1] as [number, number];
+  return {
+    events: endCount,
+    seconds: endMs / 1000,
+    eventsPerSec: endCount / (endMs / 1000),
+    steadyPerSec: (0.8 * count) / ((crossing(0.9) - crossing(0.1)) / 1000),
+    complete: endCount >= count,
+  };
+}
+
+/** POST /v1/waits against the in-process app, `inFlight` requests at once. */
+async function httpRegistrations(http: HttpApp, count: number, inFlight: number): Promise<number> {
+  const ids = correlationIds(count);
+  const post = (i: number) =>
+    postJson(
+      `${http.base}/v1/waits`,
+      { authorization: `Bearer ${HOST_KEY}` },
+      { runId: runId(), position: POSITION, eventType: EVENT_TYPE, correlationId: ids[i], timeoutMs: 3_600_000 },
+      201,
+    );
+  for (let i = 0; i < 100; i++) await post(i); // warm-up
+  const t0 = performance.now();
+  await runPool(count - 100, inFlight, (i) => post(i + 100));
+  return (count - 100) / ((performance.now() - t0) / 1000);
 }
