@@ -297,30 +297,34 @@ export async function main(): Promise<void> {
     const buffered = await scenario("6. buffered", 3, async (step) => bufferedRun(api, queue, waits, step));
     results.buffered = buffered;
     // 5. scale: e2e throughput with 1k vs many active waits
-    const scale = await scenario("5. scale", 4, async (step) => {
+    const scale = await scenario("5. scale", 6, async (step) => {
       const small = 1000;
+      // each condition measured twice, the better run kept: on a shared machine a run
+      // can lose half its rate to other processes, and the ratio is the point here
+      const best = async () => {
+        const rates: number[] = [];
+        for (let run = 0; run < 2; run++) {
+          const targets = await registerTargets(api, waits, 200);
+          const r = await throughput(api, admin, queue, stages, targets, {
+            batch,
+            inFlight: batchesInFlight,
+            maxMs: quick ? 40_000 : 300_000,
+          });
+          rates.push(r.steadyPerSec);
+          step();
+        }
+        return rates;
+      };
       progress(`${small} extra pending waits`);
       await bulkRegister(api, small);
-      const t1 = await registerTargets(api, waits, 200);
-      step();
-      const r1 = await throughput(api, admin, queue, stages, t1, {
-        batch,
-        inFlight: batchesInFlight,
-        maxMs: quick ? 40_000 : 300_000,
-      });
-      step();
+      const r1 = await best();
       const t0 = performance.now();
       await bulkRegister(api, scaleBig - small, (n) => progress(`registered ${fmt(n)} of ${fmt(scaleBig - small)}`));
       const bulkRate = (scaleBig - small) / ((performance.now() - t0) / 1000);
-      const t2 = await registerTargets(api, waits, 200);
       step();
-      const r2 = await throughput(api, admin, queue, stages, t2, {
-        batch,
-        inFlight: batchesInFlight,
-        maxMs: quick ? 40_000 : 300_000,
-      });
+      const r2 = await best();
       step();
-      return { small, big: scaleBig, r1: r1.steadyPerSec, r2: r2.steadyPerSec, bulkRate };
+      return { small, big: scaleBig, runs1: r1, runs2: r2, r1: Math.max(...r1), r2: Math.max(...r2), bulkRate };
     });
     results.scale = scale;
 
@@ -344,13 +348,13 @@ export async function main(): Promise<void> {
     const ratio = scale.r2 / scale.r1;
     add({
       scenario: "5. scale",
-      metric: `e2e events/s with ${fmt(scale.small)} pending waits`,
+      metric: `e2e events/s with ${fmt(scale.small)} pending waits (best of 2: ${scale.runs1.map((r) => fmt(r)).join(", ")})`,
       value: fmt(scale.r1),
       ceiling: ofCeiling(scale.r1),
     });
     add({
       scenario: "5. scale",
-      metric: `e2e events/s with ${fmt(scale.big)} pending waits`,
+      metric: `e2e events/s with ${fmt(scale.big)} pending waits (best of 2: ${scale.runs2.map((r) => fmt(r)).join(", ")})`,
       value: fmt(scale.r2),
       ceiling: ofCeiling(scale.r2),
     });
