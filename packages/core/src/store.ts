@@ -769,9 +769,14 @@ export class Store {
 
   /** Removes expired records of one partition (bounded work per call). */
   async expire(partition: number, limit = 200): Promise<{ handled: number; more: boolean }> {
-    const [, handled, more] = await this.run(
-      expireRecordsArgs(this.keys.partition(partition), { limit, now: this.now() }),
-    );
-    return { handled: Number(handled), more: more === 1 };
+    const [result] = await this.expireMany([partition], limit);
+    return result as { handled: number; more: boolean };
+  }
+
+  /** Removes expired records of several partitions, one pipelined round trip. */
+  async expireMany(partitions: number[], limit = 200): Promise<Array<{ handled: number; more: boolean }>> {
+    const now = this.now();
+    const replies = await this.runAll(partitions.map((p) => expireRecordsArgs(this.keys.partition(p), { limit, now })));
+    return replies.map(([, handled, more]) => ({ handled: Number(handled), more: more === 1 }));
   }
 }

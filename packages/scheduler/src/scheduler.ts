@@ -37,6 +37,10 @@ interface BucketJob {
   at: number;
 }
 
+/** Records removed per partition per expiry call, and calls per sweep. */
+const EXPIRE_BATCH = 500;
+const EXPIRE_ROUNDS = 4;
+
 /** Most jobs per MULTI when adding bucket jobs: a long MULTI stalls every client. */
 const ADD_CHUNK = 50;
 
@@ -206,9 +210,9 @@ export class Scheduler {
   /**
    * One sweep over this process's partitions: bucket jobs for deadlines within the
    * lookahead; waits overdue beyond the grace period (their job went missing) are
-   * marked `sweeper_rescheduled` and fired here.
+   * marked `sweeper_rescheduled` and fired here; then retention (`expire`).
    */
-  async sweep(): Promise<{ scheduled: number; fired: number }> {
+  async sweep(): Promise<{ scheduled: number; fired: number; expired: number }> {
     const now = Date.now();
     for (const [id, at] of this.#added) if (at < now - 60_000) this.#added.delete(id);
     const results = await execBatch(
@@ -246,6 +250,23 @@ export class Scheduler {
       }
     }
     const scheduled = await this.schedule(upcoming);
-    return { scheduled, fired };
+    const expired = await this.expire();
+    return { scheduled, fired, expired };
+  }
+
+  /**
+   * Retention: removes what has outlived its time (settled waits, buffered events,
+   * event and dedup records, refusals) in this process's partitions, in bounded
+   * steps: at most `expireRounds` pipelined rounds of 500 records per partition.
+   */
+  async expire(): Promise<number> {
+    let partitions = this.#o.partitions;
+    let expired = 0;
+    for (let round = 0; round < EXPIRE_ROUNDS && partitions.length > 0; round++) {
+      const results = await this.#res.store.expireMany(partitions, EXPIRE_BATCH);
+      expired += results.reduce((n, r) => n + r.handled, 0);
+      partitions = partitions.filter((_, i) => results[i]?.more);
+    }
+    return expired;
   }
 }

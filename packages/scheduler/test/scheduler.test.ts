@@ -104,3 +104,21 @@ describe("scheduler", () => {
     }
   });
 });
+
+describe("retention", () => {
+  it("the sweeper removes settled waits and event records once their retention has passed", async () => {
+    const res = makeResources({ retentionMs: 200, dedupWindowMs: 300 });
+    const scheduler = new Scheduler(res, { sweepIntervalMs: 100 });
+    const { wait } = await res.store.register("acme", spec("run-1", "job-1", 60_000));
+    await res.store.cancel("acme", wait.id);
+    await res.store.ingest("acme", "svc", [{ id: "e1", type: "job.done", correlationId: "nobody" }]);
+    expect(await res.store.getWait("acme", wait.id)).not.toBeNull();
+    await scheduler.start();
+    try {
+      await eventually(async () => (await res.store.getWait("acme", wait.id)) === null, 5000);
+      await eventually(async () => (await res.store.getEvent("acme", "svc", "e1")) === null, 5000);
+    } finally {
+      await scheduler.stop();
+    }
+  });
+});
