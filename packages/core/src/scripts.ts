@@ -173,7 +173,7 @@ export function annotateWaitArgs(
 export function expireRecordsArgs(k: PartitionKeys, a: { limit: number; now?: number }): ScriptCall {
   return {
     script: "expireRecords",
-    keys: [k.expiry, k.waits, k.done, k.events, k.inbox, k.rejected],
+    keys: [k.expiry, k.waits, k.done, k.events, k.inbox, k.rejected, k.inflight],
     args: [a.limit, clock(a.now)],
   };
 }

@@ -101,3 +101,23 @@ describe("rejections", () => {
     expect(await h.store.rejections("acme", "job.done", "j2")).toEqual([]);
   });
 });
+
+describe("expire: never-matched events", () => {
+  it("an event record removed unmatched takes its in-flight entry along, so it cannot hold back a timeout", async () => {
+    const h = makeStore({ partitions: 1, retentionMs: 1000, dedupWindowMs: 1000 });
+    const { wait } = await h.store.register("acme", {
+      runId: "r",
+      position: "p",
+      eventType: "job.done",
+      correlationId: "j1",
+      timeoutMs: 60_000,
+    });
+    await ingestOne(h, event("e1", "j1")); // accepted on time, never matched (matchers down)
+    h.tick(60_000);
+    expect((await h.store.timeout(wait.id)).outcome).toBe("backlog");
+    h.tick(1);
+    await h.store.expire(0);
+    expect(await h.redis.zcard(h.store.keys.partition(0).inflight)).toBe(0);
+    expect((await h.store.timeout(wait.id)).outcome).toBe("timed_out");
+  });
+});

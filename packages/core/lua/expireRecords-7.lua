@@ -2,7 +2,8 @@
   expireRecords: removes what has outlived its time in one partition, a bounded
   number of records per call (the sweeper calls it repeatedly):
     "w:<waitId>"    a settled wait past retention: its record and done-index entry
-    "e:<eventKey>"  an event record past the dedup window
+    "e:<eventKey>"  an event record past the dedup window (and its in-flight entry if it
+                    was never matched, so it cannot hold back a timeout forever)
     "d:<eventKey>"  a dedup record past the dedup window
     "b:<eventKey>"  a buffered event past its retention: it leaves the inbox and
                     drops its payload; `buffered` becomes `expired` (`late` stays)
@@ -14,6 +15,7 @@
   KEYS[4] events     {p}:e   hash of event and dedup records
   KEYS[5] inbox      {p}:ib  lex zset "<mk><padded id><eventKey>"
   KEYS[6] rejected   {p}:rj  hash "<mk>" -> refusals
+  KEYS[7] inflight   {p}:if  lex zset "<mk><padded id><eventKey>"
 
   ARGV[1] limit      most records handled
   ARGV[2] now        "" = Redis TIME
@@ -23,6 +25,7 @@
 --@include "common"
 
 local expiryKey, waitsKey, doneKey, eventsKey, inboxKey, rejectedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local inflightKey = KEYS[7]
 local limit = tonumber(ARGV[1])
 local now = nowMs(ARGV[2])
 
@@ -35,7 +38,13 @@ for _, member in ipairs(due) do
       redis.call("ZREM", doneKey, wait["mk"] .. rest)
       redis.call("HDEL", waitsKey, rest)
     end
-  elseif kind == "e" or kind == "d" then
+  elseif kind == "e" then
+    local ev = loadJson(eventsKey, member)
+    if ev ~= nil and ev["st"] == "p" then
+      redis.call("ZREM", inflightKey, ev["mk"] .. padId(ev["sid"]) .. rest)
+    end
+    redis.call("HDEL", eventsKey, member)
+  elseif kind == "d" then
     redis.call("HDEL", eventsKey, member)
   elseif kind == "j" then
     redis.call("HDEL", rejectedKey, rest)
