@@ -54,6 +54,8 @@ export function installStateGauges(res: Resources): void {
       this.set({ state: "settled" }, settled);
     },
   });
+  // one backlog read per scrape sets both gauges: the first registered collects for
+  // both (prom-client collects and serialises metrics in registration order)
   new Gauge({
     name: "rendezvous_stream_lag",
     help: "Unprocessed events per partition stream (undelivered + pending)",
@@ -62,21 +64,17 @@ export function installStateGauges(res: Resources): void {
     async collect() {
       if (!connected(res)) return; // keep the last values rather than hang the scrape
       for (const b of await partitionBacklog(res.store, partitions)) {
-        this.set({ partition: String(b.partition) }, Math.max(0, b.undelivered) + b.pending);
+        const partition = String(b.partition);
+        this.set({ partition }, Math.max(0, b.undelivered) + b.pending);
+        oldestAge.set({ partition }, (b.oldestUnprocessedAgeMs ?? 0) / 1000);
       }
     },
   });
-  new Gauge({
+  const oldestAge = new Gauge({
     name: "rendezvous_oldest_unprocessed_age_seconds",
     help: "Age of the oldest unprocessed event per partition",
     labelNames: ["partition"],
     registers: [registry],
-    async collect() {
-      if (!connected(res)) return; // keep the last values rather than hang the scrape
-      for (const b of await partitionBacklog(res.store, partitions)) {
-        this.set({ partition: String(b.partition) }, (b.oldestUnprocessedAgeMs ?? 0) / 1000);
-      }
-    },
   });
 }
 
