@@ -415,6 +415,17 @@ export async function main(): Promise<void> {
   }
 }
 
+/** Registers a pending wait (deadline 1 h ahead) for a correlation id. */
+function registerPending(api: Resources, correlationId: string) {
+  return api.store.register(TENANT, {
+    runId: runId(),
+    position: POSITION,
+    eventType: EVENT_TYPE,
+    correlationId,
+    timeoutMs: 3_600_000,
+  });
+}
+
 /** Registers `count` pending waits (deadline 1 h ahead) as fast as the Store takes them: 1,000 in flight. */
 async function bulkRegister(api: Resources, count: number, report?: (n: number) => void): Promise<void> {
   const chunk = 50_000;
@@ -422,13 +433,7 @@ async function bulkRegister(api: Resources, count: number, report?: (n: number) 
     const n = Math.min(chunk, count - from);
     const ids = correlationIds(n);
     await runPool(n, 1000, async (i) => {
-      await api.store.register(TENANT, {
-        runId: runId(),
-        position: POSITION,
-        eventType: EVENT_TYPE,
-        correlationId: ids[i] as string,
-        timeoutMs: 3_600_000,
-      });
+      await registerPending(api, ids[i] as string);
     });
     report?.(from + n);
   }
@@ -442,13 +447,7 @@ async function bufferedRun(api: Resources, queue: Queue, count: number, step: ()
   const late: Target[] = [];
   await runPool(count - half, 200, async (i) => {
     const correlationId = ids[half + i] as string;
-    const { wait } = await api.store.register(TENANT, {
-      runId: runId(),
-      position: POSITION,
-      eventType: EVENT_TYPE,
-      correlationId,
-      timeoutMs: 3_600_000,
-    });
+    const { wait } = await registerPending(api, correlationId);
     late.push({ waitId: wait.id, correlationId, eventId: `evt_buf_${correlationId}` });
   });
   step();
@@ -474,13 +473,7 @@ async function bufferedRun(api: Resources, queue: Queue, count: number, step: ()
   step();
   progress(`registering ${half} waits whose events are buffered`);
   await runPool(half, 200, async (i) => {
-    await api.store.register(TENANT, {
-      runId: runId(),
-      position: POSITION,
-      eventType: EVENT_TYPE,
-      correlationId: ids[i] as string,
-      timeoutMs: 3_600_000,
-    });
+    await registerPending(api, ids[i] as string);
   });
   const jobs = await until(count);
   const seconds = (performance.now() - t0) / 1000;
