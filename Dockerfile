@@ -11,7 +11,10 @@ COPY packages/scheduler/package.json packages/scheduler/
 COPY packages/client/package.json packages/client/
 COPY packages/server/package.json packages/server/
 COPY packages/testkit/package.json packages/testkit/
-RUN npm ci --no-audit --no-fund
+COPY packages/console/package.json packages/console/
+# --ignore-scripts: the root `prepare` hook (builds the console) needs the sources, copied below;
+# `npm run build` builds the console with the other packages (turbo)
+RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY tsconfig.base.json tsconfig.json tsconfig.source.json turbo.json ./
 COPY packages packages
 RUN npm run build
@@ -31,13 +34,15 @@ COPY packages/scheduler/package.json packages/scheduler/
 COPY packages/client/package.json packages/client/
 COPY packages/server/package.json packages/server/
 COPY packages/testkit/package.json packages/testkit/
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY packages/console/package.json packages/console/index.js packages/console/index.d.ts packages/console/
+RUN npm ci --omit=dev --no-audit --no-fund --ignore-scripts && npm cache clean --force
 COPY --from=build /app/packages/core/dist packages/core/dist
 COPY --from=build /app/packages/ingest/dist packages/ingest/dist
 COPY --from=build /app/packages/matcher/dist packages/matcher/dist
 COPY --from=build /app/packages/scheduler/dist packages/scheduler/dist
 COPY --from=build /app/packages/client/dist packages/client/dist
 COPY --from=build /app/packages/server/dist packages/server/dist
+COPY --from=build /app/packages/console/dist packages/console/dist
 COPY packages/server/bin packages/server/bin
 USER node
 EXPOSE 8080

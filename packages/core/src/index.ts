@@ -80,3 +80,11 @@ export {
   type StoreOptions,
   type TimeoutResult,
 } from "./store.js";
+export {
+  countWaits,
+  listWaitsOfTenants,
+  overdueWaits,
+  type RecentRejection,
+  recentRejections,
+  type TenantWaitCounts,
+} from "./console-reads.js";

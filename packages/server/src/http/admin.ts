@@ -16,6 +16,8 @@ export interface AdminQueuesOptions {
 }
 
 const BASE = "/admin/queues";
+/** Where Bull Board is mounted. */
+export const BOARD_PATH = BASE;
 
 function digest(value: string): Buffer {
   return createHash("sha256").update(value).digest();
@@ -56,7 +58,12 @@ export const adminQueues: FastifyPluginAsync<AdminQueuesOptions> = async (app, o
     });
     const serverAdapter = new FastifyAdapter();
     serverAdapter.setBasePath(BASE);
-    createBullBoard({ queues: queues.map((q) => new BullMQAdapter(q)), serverAdapter });
+    createBullBoard({
+      queues: queues.map((q) => new BullMQAdapter(q)),
+      serverAdapter,
+      // the way back: waits are not jobs, the console explains them
+      options: { uiConfig: { miscLinks: [{ text: "Rendezvous console", url: "/console/" }] } },
+    });
     await scope.register(serverAdapter.registerPlugin(), { prefix: BASE });
   });
 };

@@ -15,7 +15,8 @@ import {
   validatorCompiler,
 } from "fastify-type-provider-zod";
 import { opsRoutes } from "../ops.js";
-import { adminQueues } from "./admin.js";
+import { adminQueues, BOARD_PATH } from "./admin.js";
+import { consoleRoutes } from "./console.js";
 import { hostRoutes } from "./host-routes.js";
 
 export interface AppDeps {
@@ -146,6 +147,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       await api.register(hostRoutes, { res, credentials, scheduleTimeout: deps.scheduleTimeout });
     });
     await app.register(adminQueues, { res, queueNames: deps.queueNames ?? [] });
+    await app.register(consoleRoutes, { res, credentials, boardPath: BOARD_PATH });
     app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
   }
   return app;

@@ -1,0 +1,202 @@
+/**
+ * The console's calls: the token (admin token or host key) kept in sessionStorage,
+ * sent as `Authorization: Bearer`, and the API error envelope turned into an
+ * `ApiError` with its code.
+ */
+
+const TOKEN_KEY = "rendezvous.console.token";
+
+export function getToken(): string | null {
+  return sessionStorage.getItem(TOKEN_KEY);
+}
+
+export function setToken(token: string | null): void {
+  if (token === null) sessionStorage.removeItem(TOKEN_KEY);
+  else sessionStorage.setItem(TOKEN_KEY, token);
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+}
+
+export async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = {};
+  const token = getToken();
+  if (token) headers.authorization = `Bearer ${token}`;
+  if (body !== undefined) headers["content-type"] = "application/json";
+  const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await res.text();
+  let json: unknown = null;
+  try {
+    json = text ? JSON.parse(text) : null;
+  } catch {
+    // not JSON
+  }
+  if (!res.ok) {
+    const err = (json as { error?: { code?: string; message?: string } } | null)?.error;
+    throw new ApiError(res.status, err?.code ?? "error", err?.message ?? res.statusText, (err ?? {}) as never);
+  }
+  return json as T;
+}
+
+export const get = <T>(path: string) => call<T>("GET", path);
+
+/** `?a=1&b=2` from the defined entries (empty string when none). */
+export function query(params: Record<string, string | number | undefined | null>): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== "") q.set(k, String(v));
+  const s = q.toString();
+  return s ? `?${s}` : "";
+}
+
+// ---------------------------------------------------------------- shapes (API.md)
+
+export type WaitState = "waiting" | "resolved" | "timed_out" | "cancelled";
+
+export interface EventRef {
+  producer: string;
+  id: string;
+  acceptedAt: string;
+  streamId?: string;
+}
+
+export interface Wait {
+  id: string;
+  tenant: string;
+  runId: string;
+  position: string;
+  eventType: string;
+  correlationId: string;
+  since?: string | null;
+  state: WaitState;
+  createdAt: string;
+  deadline: string | null;
+  externalJobId: string | null;
+  metadata: Record<string, unknown> | null;
+  resolution: null | {
+    kind: "event" | "timeout" | "cancel" | "deliver";
+    at: string;
+    event?: EventRef & { payload: Record<string, unknown> | null };
+    deadline?: string;
+    payload?: Record<string, unknown> | null;
+  };
+  consumption: null | { by: string; at: string };
+  lateEvents: EventRef[];
+  history: Array<{ at: string; what: string } & Record<string, unknown>>;
+}
+
+export interface NearMiss {
+  producer: string;
+  id: string;
+  type: string;
+  correlationId: string;
+  acceptedAt: string;
+  differs: "correlationId" | "type";
+}
+
+export interface Rejection {
+  producer: string;
+  eventId: string | null;
+  reason: string;
+  detail: string | null;
+  at: string;
+}
+
+export interface Explanation {
+  state: WaitState;
+  verdict: string;
+  details: {
+    expects?: { eventType: string; correlationId: string; since?: string | null };
+    deadline?: string | null;
+    backlog?: {
+      partition: number;
+      undelivered: number;
+      pending: number;
+      oldestUnprocessedAt: string | null;
+      oldestUnprocessedAgeMs: number | null;
+    };
+    rejections?: Rejection[];
+    nearMisses?: NearMiss[];
+  } & Record<string, unknown>;
+}
+
+export interface WaitRow {
+  id: string;
+  tenant: string;
+  runId: string;
+  position: string;
+  eventType: string;
+  correlationId: string;
+  state: WaitState;
+  createdAt: string;
+  deadline: string | null;
+  resolvedBy: string | null;
+}
+
+export interface Session {
+  identity: { kind: "admin" | "host"; tenant: string | null };
+  tenants: string[];
+  board: string | null;
+}
+
+export interface Overview {
+  at: string;
+  tenants: Array<{ tenant: string; waiting: number; settled: number }>;
+  overdue: number | null;
+  partitions: Array<{ partition: number; undelivered: number; pending: number; oldestUnprocessedAgeMs: number | null }>;
+  series: Array<{
+    at: string;
+    accepted: number;
+    duplicate: number;
+    rejected: number | null;
+    latenessMs: number | null;
+  }>;
+  totals: {
+    accepted: number;
+    duplicate: number;
+    rejected: number | null;
+    rejectedByReason: Record<string, number> | null;
+    timeoutsFired: number;
+    latenessMeanMs: number | null;
+    resolutions: Record<string, number>;
+  };
+}
+
+export interface JobInfo {
+  queue: string;
+  jobId: string;
+  job: null | {
+    state: string;
+    attemptsMade: number;
+    createdAt: string | null;
+    processedAt: string | null;
+    finishedAt: string | null;
+    failedReason: string | null;
+  };
+  board: string | null;
+}
+
+export interface EventRecord {
+  id: string;
+  producer: string;
+  type: string;
+  correlationId: string;
+  acceptedAt: string;
+  streamId: string;
+  status: string;
+  matchedWaits: string[];
+  lateFor: string[];
+}
+
+export interface RecentRejection extends Rejection {
+  tenant: string;
+  eventType: string;
+  correlationId: string;
+}

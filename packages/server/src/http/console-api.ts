@@ -1,0 +1,317 @@
+/**
+ * The console's own JSON endpoints under /console/api (the console also calls the
+ * host routes: a wait, explain, cancel, deliver, an event). Same credentials as the
+ * host routes (`Authorization: Bearer <hostKey | admin token>`), same error envelope:
+ * the admin reads every tenant, a host key its own only (another tenant's ids and
+ * names answer 404).
+ */
+import {
+  countWaits,
+  listWaitsOfTenants,
+  overdueWaits,
+  partitionBacklog,
+  RendezvousError,
+  type Resources,
+  recentRejections,
+  type Wait,
+  WaitState,
+} from "@rendezvous/core";
+import { authenticateHost, type CredentialIndex, type HostIdentity, readTenant } from "@rendezvous/ingest";
+import { continuationQueueName } from "@rendezvous/matcher";
+import { Queue } from "bullmq";
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import { z } from "zod";
+import { rates, type Sampler } from "./console-stats.js";
+
+export interface ConsoleApiOptions {
+  res: Resources;
+  credentials: CredentialIndex;
+  sampler: Sampler;
+  /** where Bull Board is mounted */
+  boardPath: string;
+}
+
+const ErrorBody = z.object({ error: z.looseObject({ code: z.string(), message: z.string() }) });
+const errors = { 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 503: ErrorBody };
+
+const WaitRow = z.object({
+  id: z.string(),
+  tenant: z.string(),
+  runId: z.string(),
+  position: z.string(),
+  eventType: z.string(),
+  correlationId: z.string(),
+  state: WaitState,
+  createdAt: z.string(),
+  deadline: z.string().nullable(),
+  resolvedBy: z.string().nullable(),
+});
+
+export const ConsoleListQuery = z.strictObject({
+  tenant: z.string().min(1).max(64).optional(),
+  runId: z.string().min(1).max(200).optional(),
+  state: WaitState.optional(),
+  eventType: z.string().min(1).max(128).optional(),
+  correlationId: z.string().min(1).max(256).optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  cursor: z.string().max(4000).optional(),
+});
+
+const Identity = z.object({ kind: z.enum(["admin", "host"]), tenant: z.string().nullable() });
+
+function row(w: Wait): z.infer<typeof WaitRow> {
+  return {
+    id: w.id,
+    tenant: w.tenant,
+    runId: w.runId,
+    position: w.position,
+    eventType: w.eventType,
+    correlationId: w.correlationId,
+    state: w.state,
+    createdAt: w.createdAt,
+    deadline: w.deadline,
+    resolvedBy: w.resolution?.kind ?? null,
+  };
+}
+
+export const consoleApi: FastifyPluginAsyncZod<ConsoleApiOptions> = async (app, opts) => {
+  const { res, credentials, sampler } = opts;
+  const store = res.store;
+  const tenants = Object.keys(res.config.tenants).sort();
+
+  const connection = res.connect("console");
+  const queues = new Map<string, Queue>();
+  const queueOf = (tenant: string): Queue => {
+    let q = queues.get(tenant);
+    if (!q) {
+      q = new Queue(continuationQueueName(tenant), { connection, prefix: res.queuePrefix });
+      queues.set(tenant, q);
+    }
+    return q;
+  };
+  app.addHook("onClose", async () => {
+    await Promise.all([...queues.values()].map((q) => q.close()));
+  });
+
+  app.decorateRequest("identity", null);
+  app.addHook("onRequest", async (request) => {
+    (request as unknown as { identity: HostIdentity }).identity = authenticateHost(credentials, request.headers);
+  });
+  const who = (request: unknown): HostIdentity => (request as { identity: HostIdentity }).identity;
+  /** the tenants a request may see, narrowed by `?tenant=` */
+  const visible = (identity: HostIdentity, named: string | undefined): string[] => {
+    if (identity.kind === "host") return [readTenant(identity, named)];
+    if (named === undefined) return tenants;
+    return [named];
+  };
+
+  app.get(
+    "/session",
+    {
+      schema: {
+        summary: "Who the console speaks for",
+        response: {
+          200: z.object({ identity: Identity, tenants: z.array(z.string()), board: z.string().nullable() }),
+          ...errors,
+        },
+      },
+    },
+    async (request) => {
+      const id = who(request);
+      return {
+        identity: { kind: id.kind, tenant: id.kind === "host" ? id.tenant : null },
+        tenants: id.kind === "host" ? [id.tenant] : tenants,
+        board: id.kind === "admin" ? opts.boardPath : null,
+      };
+    },
+  );
+
+  app.get(
+    "/overview",
+    {
+      schema: {
+        summary: "Waits by state per tenant, event rates, stream lag per partition, timeout lateness",
+        querystring: z.strictObject({ tenant: z.string().min(1).max(64).optional() }),
+        response: {
+          200: z.object({
+            at: z.string(),
+            tenants: z.array(z.object({ tenant: z.string(), waiting: z.number(), settled: z.number() })),
+            overdue: z.number().nullable(),
+            partitions: z.array(
+              z.object({
+                partition: z.number(),
+                undelivered: z.number(),
+                pending: z.number(),
+                oldestUnprocessedAgeMs: z.number().nullable(),
+              }),
+            ),
+            series: z.array(
+              z.object({
+                at: z.string(),
+                accepted: z.number(),
+                duplicate: z.number(),
+                rejected: z.number().nullable(),
+                latenessMs: z.number().nullable(),
+              }),
+            ),
+            totals: z.object({
+              accepted: z.number(),
+              duplicate: z.number(),
+              rejected: z.number().nullable(),
+              rejectedByReason: z.record(z.string(), z.number()).nullable(),
+              timeoutsFired: z.number(),
+              latenessMeanMs: z.number().nullable(),
+              resolutions: z.record(z.string(), z.number()),
+            }),
+          }),
+          ...errors,
+        },
+      },
+    },
+    async (request) => {
+      const id = who(request);
+      const shown = visible(id, request.query.tenant);
+      const admin = id.kind === "admin";
+      const tenantFilter = admin && request.query.tenant === undefined ? null : (shown[0] as string);
+      const [counts, backlog, overdue, samples] = await Promise.all([
+        countWaits(store, shown),
+        partitionBacklog(store, store.keys.allPartitions()),
+        admin ? overdueWaits(store) : Promise.resolve(null),
+        sampler.read(),
+      ]);
+      const last = samples[samples.length - 1];
+      const sum = (m: Record<string, number> | undefined) =>
+        tenantFilter === null ? Object.values(m ?? {}).reduce((a, b) => a + b, 0) : (m?.[tenantFilter] ?? 0);
+      return {
+        at: new Date().toISOString(),
+        tenants: counts,
+        overdue,
+        partitions: backlog.map((b) => ({
+          partition: b.partition,
+          undelivered: Math.max(0, b.undelivered),
+          pending: b.pending,
+          oldestUnprocessedAgeMs: b.oldestUnprocessedAgeMs,
+        })),
+        series: rates(samples, tenantFilter),
+        totals: {
+          accepted: sum(last?.accepted),
+          duplicate: sum(last?.duplicate),
+          rejected: admin ? (last?.rejected ?? 0) : null,
+          rejectedByReason: admin ? (last?.rejectedByReason ?? {}) : null,
+          timeoutsFired: last?.lateness.count ?? 0,
+          latenessMeanMs: last && last.lateness.count > 0 ? (last.lateness.sum / last.lateness.count) * 1000 : null,
+          resolutions: last?.resolutions ?? {},
+        },
+      };
+    },
+  );
+
+  app.get(
+    "/waits",
+    {
+      schema: {
+        summary: "Waits of one tenant or (admin) all, filtered, a page at a time through the indexes",
+        querystring: ConsoleListQuery,
+        response: { 200: z.object({ waits: z.array(WaitRow), nextCursor: z.string().nullable() }), ...errors },
+      },
+    },
+    async (request) => {
+      const { tenant, limit, cursor, ...filter } = request.query;
+      const shown = visible(who(request), tenant);
+      const page = await listWaitsOfTenants(store, shown, filter, { limit, cursor });
+      return { waits: page.waits.map(row), nextCursor: page.nextCursor };
+    },
+  );
+
+  app.get(
+    "/waits/:id/job",
+    {
+      schema: {
+        summary: "The continuation job of a wait (BullMQ queue continuations.<tenant>, job id = wait id)",
+        params: z.object({ id: z.string().max(200) }),
+        response: {
+          200: z.object({
+            queue: z.string(),
+            jobId: z.string(),
+            job: z
+              .object({
+                state: z.string(),
+                attemptsMade: z.number(),
+                createdAt: z.string().nullable(),
+                processedAt: z.string().nullable(),
+                finishedAt: z.string().nullable(),
+                failedReason: z.string().nullable(),
+              })
+              .nullable(),
+            board: z.string().nullable(),
+          }),
+          ...errors,
+        },
+      },
+    },
+    async (request) => {
+      const id = who(request);
+      const wait = await store.getWait(id.kind === "host" ? id.tenant : null, request.params.id);
+      if (!wait) throw new RendezvousError("not_found");
+      const queue = queueOf(wait.tenant);
+      const job = await queue.getJob(wait.id);
+      const at = (ms: number | undefined) => (ms ? new Date(ms).toISOString() : null);
+      return {
+        queue: queue.name,
+        jobId: wait.id,
+        job: job
+          ? {
+              state: String(await job.getState()),
+              attemptsMade: job.attemptsMade,
+              createdAt: at(job.timestamp),
+              processedAt: at(job.processedOn),
+              finishedAt: at(job.finishedOn),
+              failedReason: job.failedReason || null,
+            }
+          : null,
+        board:
+          id.kind === "admin"
+            ? `${opts.boardPath}/queue/${encodeURIComponent(queue.name)}/${encodeURIComponent(wait.id)}`
+            : null,
+      };
+    },
+  );
+
+  app.get(
+    "/rejections",
+    {
+      schema: {
+        summary: "Recent refused events with their reasons (no payloads)",
+        querystring: z.strictObject({
+          tenant: z.string().min(1).max(64).optional(),
+          limit: z.coerce.number().int().min(1).max(500).default(100),
+        }),
+        response: {
+          200: z.object({
+            rejections: z.array(
+              z.object({
+                tenant: z.string(),
+                eventType: z.string(),
+                correlationId: z.string(),
+                producer: z.string(),
+                eventId: z.string().nullable(),
+                reason: z.string(),
+                detail: z.string().nullable(),
+                at: z.string(),
+              }),
+            ),
+          }),
+          ...errors,
+        },
+      },
+    },
+    async (request) => {
+      const id = who(request);
+      const shown = visible(id, request.query.tenant);
+      const all = id.kind === "admin" && request.query.tenant === undefined;
+      return {
+        rejections: await recentRejections(store, all ? null : (shown[0] as string), { limit: request.query.limit }),
+      };
+    },
+  );
+};
