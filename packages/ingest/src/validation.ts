@@ -17,6 +17,21 @@ export interface Issue {
   message: string;
 }
 
+/** Most levels of nesting of an event payload. */
+export const MAX_JSON_DEPTH = 64;
+
+/** True when `value` nests objects/arrays deeper than `limit` levels (iterative: no recursion to overflow). */
+export function nestedDeeperThan(value: unknown, limit: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop() as [unknown, number];
+    if (v === null || typeof v !== "object") continue;
+    if (depth + 1 > limit) return true;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
 /** Most issues reported for one event. */
 const MAX_ISSUES = 20;
 
@@ -120,6 +135,17 @@ export class EventValidator {
 
   /** Validates one parsed event for a producer. */
   check(raw: unknown, producer: ProducerIdentity): Checked {
+    const payload = typeof raw === "object" && raw !== null ? (raw as { payload?: unknown }).payload : undefined;
+    if (nestedDeeperThan(payload, MAX_JSON_DEPTH)) {
+      return {
+        ok: false,
+        error: invalidEvent("event breaks the envelope", [
+          { path: ["payload"], message: `nested deeper than ${MAX_JSON_DEPTH} levels` },
+        ]),
+        matchKey: readableMatchKey(raw),
+        eventId: readableId(raw),
+      };
+    }
     const parsed = EventInput.safeParse(raw);
     if (!parsed.success) {
       const issues = parsed.error.issues.map((i) => ({

@@ -28,6 +28,26 @@ export const Env = z.object({
    * @defaultValue "info"
    */
   LOG_LEVEL: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
+  /**
+   * Most open HTTP connections; connections beyond are closed at once.
+   * @defaultValue 4096
+   */
+  RENDEZVOUS_MAX_CONNECTIONS: z.coerce.number().int().min(1).default(4096),
+  /**
+   * Time a client has to send the request line and headers (slow headers are cut off: 408).
+   * @defaultValue 10000
+   */
+  RENDEZVOUS_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  /**
+   * Time a client has to send a whole request, body included (slow bodies are cut off: 408).
+   * @defaultValue 30000
+   */
+  RENDEZVOUS_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
+  /**
+   * Largest request line + headers in bytes (larger: 431).
+   * @defaultValue 16384
+   */
+  RENDEZVOUS_MAX_HEADER_BYTES: z.coerce.number().int().min(1024).default(16_384),
 });
 export type Env = z.infer<typeof Env>;
 

@@ -83,6 +83,12 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
       api: serveApi,
       scheduleTimeout: planner ? (partition, deadline) => planner.schedule([{ partition, deadline }]) : undefined,
       queueNames: [TIMEOUT_QUEUE, WEBHOOK_QUEUE, ...Object.keys(config.tenants).map(continuationQueueName)],
+      limits: {
+        maxConnections: env.RENDEZVOUS_MAX_CONNECTIONS,
+        headersTimeoutMs: env.RENDEZVOUS_HEADERS_TIMEOUT_MS,
+        requestTimeoutMs: env.RENDEZVOUS_REQUEST_TIMEOUT_MS,
+        maxHeaderBytes: env.RENDEZVOUS_MAX_HEADER_BYTES,
+      },
     });
     const port = Number(flags.port ?? env.RENDEZVOUS_PORT ?? env.PORT ?? (serveApi ? DEFAULT_API_PORT : 0));
     const host = flags.host ?? env.HOST ?? "127.0.0.1";

@@ -18,6 +18,7 @@ import { opsRoutes } from "../ops.js";
 import { adminQueues, BOARD_PATH } from "./admin.js";
 import { consoleRoutes } from "./console.js";
 import { hostRoutes } from "./host-routes.js";
+import { DEFAULT_HTTP_LIMITS, type HttpLimits, limitOptions } from "./limits.js";
 
 export interface AppDeps {
   res: Resources;
@@ -30,6 +31,8 @@ export interface AppDeps {
   scheduleTimeout?: (partition: number, deadlineMs: number) => Promise<unknown>;
   /** BullMQ queue names shown in Bull Board */
   queueNames?: string[];
+  /** connection-level limits @defaultValue DEFAULT_HTTP_LIMITS */
+  limits?: HttpLimits;
 }
 
 interface Issue {
@@ -89,7 +92,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     frameworkErrors,
     // the drain answers in the API error shape (see drain below), not fastify's own 503 body
     return503OnClosing: false,
+    ...limitOptions(deps.limits ?? DEFAULT_HTTP_LIMITS),
   }) as FastifyInstance;
+  app.server.maxConnections = (deps.limits ?? DEFAULT_HTTP_LIMITS).maxConnections;
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
 

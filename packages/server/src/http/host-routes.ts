@@ -17,6 +17,7 @@ import {
 import { authenticateHost, type CredentialIndex, type HostIdentity, readTenant } from "@rendezvous/ingest";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
+import { MAX_JSON_DEPTH, nestedDeeperThan } from "./limits.js";
 
 export interface HostRoutesOptions {
   res: Resources;
@@ -65,6 +66,14 @@ export const hostRoutes: FastifyPluginAsyncZod<HostRoutesOptions> = async (app, 
   app.decorateRequest("identity", null);
   app.addHook("onRequest", async (request) => {
     (request as unknown as { identity: HostIdentity }).identity = authenticateHost(credentials, request.headers);
+  });
+  // metadata and delivered payloads are plain JSON, at most MAX_JSON_DEPTH levels deep
+  app.addHook("preValidation", async (request) => {
+    if (nestedDeeperThan(request.body, MAX_JSON_DEPTH + 1)) {
+      throw new RendezvousError("invalid_request", "the request does not match its schema", {
+        issues: [{ path: ["body"], message: `nested deeper than ${MAX_JSON_DEPTH} levels` }],
+      });
+    }
   });
   const who = (request: unknown): HostIdentity => (request as { identity: HostIdentity }).identity;
 
