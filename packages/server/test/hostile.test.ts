@@ -1,0 +1,370 @@
+/**
+ * Hostile input against a real `rendezvous api` process over real sockets (issue #8,
+ * beyond the ingest fuzz): slowloris headers and bodies, huge headers, 10,000
+ * concurrent connections against the connection cap, a flood from one rate-limited
+ * producer while another keeps being served, oversized batches, deeply nested JSON,
+ * and prototype-pollution keys in payloads and wait metadata. Each gets its clear
+ * error in the API shape, the server stays up, and nothing is stored (the Redis keys
+ * of the prefix are compared before and after, rejection records aside).
+ */
+import { spawnSync } from "node:child_process";
+import { connect, type Socket } from "node:net";
+import { redisUrl } from "@rendezvous/testkit";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  bearer,
+  type Client,
+  client,
+  expectError,
+  expectIssues,
+  producerKey,
+  request,
+  type Started,
+  sleep,
+  startServer,
+} from "./e2e-helpers.js";
+
+const MAX_PAYLOAD = 8192;
+const CAP = 1000;
+const HEADERS_TIMEOUT_MS = 1500;
+const REQUEST_TIMEOUT_MS = 3000;
+const FLOOD_RATE = 20;
+const CONFIG = {
+  partitions: 4,
+  maxPayloadBytes: MAX_PAYLOAD,
+  tenants: {
+    acme: {
+      hostKeys: ["hk_hostile"],
+      producers: {
+        billing: { keys: ["pk_hostile"], eventTypes: ["job.*"] },
+        flood: { keys: ["pk_flood"], eventTypes: ["job.*"], rateLimitPerSec: FLOOD_RATE },
+        calm: { keys: ["pk_calm"], eventTypes: ["job.*"], rateLimitPerSec: 100 },
+      },
+    },
+  },
+};
+
+let server: Started;
+let redis: Redis;
+let host: Client;
+let billing: Client;
+let port: number;
+
+beforeAll(async () => {
+  server = await startServer({
+    config: CONFIG,
+    role: "api",
+    env: {
+      RENDEZVOUS_MAX_CONNECTIONS: String(CAP),
+      RENDEZVOUS_HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
+      RENDEZVOUS_REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS),
+    },
+  });
+  port = Number(new URL(server.url).port);
+  redis = new Redis(redisUrl());
+  host = client(server.url, bearer("hk_hostile"));
+  billing = client(server.url, producerKey("acme/billing", "pk_hostile"));
+}, 60_000);
+
+afterAll(async () => {
+  if (!server) return;
+  await redis?.quit();
+  expect((await server.proc.terminate()).code).toBe(0);
+});
+
+/** Every key of the server's prefix and its content, rejection records aside. */
+async function snapshot(): Promise<Record<string, unknown>> {
+  const keys: string[] = [];
+  let cursor = "0";
+  do {
+    const [next, batch] = await redis.scan(cursor, "MATCH", `*${server.prefix}*`, "COUNT", 1000);
+    cursor = next;
+    keys.push(...batch);
+  } while (cursor !== "0");
+  const out: Record<string, unknown> = {};
+  for (const key of keys.sort()) {
+    if (key.endsWith(":rj") || key.endsWith(":x")) continue;
+    const type = await redis.type(key);
+    if (type === "stream") out[key] = await redis.xrange(key, "-", "+");
+    else if (type === "hash") out[key] = await redis.hgetall(key);
+    else if (type === "zset") out[key] = await redis.zrange(key, "0", "-1", "WITHSCORES");
+    else if (type === "string") out[key] = await redis.get(key);
+    else out[key] = type;
+  }
+  return out;
+}
+
+/** A raw socket to the server that collects whatever comes back. */
+function open(): Promise<{ socket: Socket; data: () => string; closed: Promise<number> }> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: "127.0.0.1", port });
+    let data = "";
+    socket.on("data", (d) => {
+      data += d.toString();
+    });
+    const closed = new Promise<number>((r) => socket.once("close", () => r(Date.now())));
+    socket.once("connect", () => resolve({ socket, data: () => data, closed }));
+    socket.once("error", reject);
+  });
+}
+
+/** The status and JSON body of a raw HTTP answer. */
+function parseRaw(raw: string): { status: number; body: { error?: { code?: string; message?: string } } } {
+  const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(raw)?.[1] ?? 0);
+  const json = raw.slice(raw.indexOf("\r\n\r\n") + 4);
+  let body = {};
+  try {
+    body = JSON.parse(json);
+  } catch {
+    // no body
+  }
+  return { status, body };
+}
+
+async function stillServing(): Promise<void> {
+  expect((await request(server.url, "GET", "/healthz")).status).toBe(200);
+  const id = `alive-${Math.random().toString(36).slice(2)}`;
+  expect((await billing.post("/v1/events", { id, type: "job.done", correlationId: id })).status).toBe(202);
+}
+
+describe("hostile input against a real api process", () => {
+  it("slowloris headers: every trickling client is cut off with 408 after the headers timeout, others are served", async () => {
+    const before = await snapshot();
+    const slow = await Promise.all(Array.from({ length: 50 }, () => open()));
+    const started = Date.now();
+    for (const s of slow)
+      s.socket.write("POST /v1/events HTTP/1.1\r\nHost: x\r\nRendezvous-Producer: acme/billing\r\n");
+    let trickling = true;
+    const trickle = (async () => {
+      while (trickling) {
+        for (const s of slow) if (!s.socket.destroyed) s.socket.write("X");
+        await sleep(200);
+      }
+    })();
+    await stillServing(); // served while 50 clients hold their headers open
+    const closedAt = await Promise.all(slow.map((s) => s.closed));
+    trickling = false;
+    await trickle;
+    for (const [i, s] of slow.entries()) {
+      const answer = parseRaw(s.data());
+      expect(answer.status).toBe(408);
+      expect(answer.body.error?.code).toBe("invalid_request");
+      expect((closedAt[i] as number) - started).toBeLessThan(HEADERS_TIMEOUT_MS + 2500);
+    }
+    const after = await snapshot();
+    // the one live event above is the only change
+    expect(Object.keys(after).length).toBeGreaterThanOrEqual(Object.keys(before).length);
+  });
+
+  it("slowloris body: a body trickled past the request timeout is cut off with 408 and nothing is stored", async () => {
+    const before = await snapshot();
+    const body = JSON.stringify({ id: "slow-body-1", type: "job.done", correlationId: "slow-body" });
+    const s = await open();
+    const started = Date.now();
+    s.socket.write(
+      `POST /v1/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nRendezvous-Producer: acme/billing\r\nAuthorization: Bearer pk_hostile\r\n\r\n`,
+    );
+    let i = 0;
+    while (!s.socket.destroyed && i < body.length - 1) {
+      s.socket.write(body[i++] as string);
+      await sleep(100);
+    }
+    const closed = await s.closed;
+    expect(parseRaw(s.data()).status).toBe(408);
+    expect(closed - started).toBeLessThan(REQUEST_TIMEOUT_MS + 2500);
+    expect(await snapshot()).toEqual(before);
+    expectError(await host.get("/v1/events/billing/slow-body-1"), 404, "not_found");
+  });
+
+  it("huge headers: one 64 KiB header or 300 headers answer 431 in the API shape; the server goes on", async () => {
+    for (const headers of [
+      { "x-big": "a".repeat(64 * 1024) },
+      Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`x-h${i}`, "b".repeat(100)])),
+    ]) {
+      const s = await open();
+      const lines = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`);
+      s.socket.write(`GET /healthz HTTP/1.1\r\nHost: x\r\n${lines.join("")}\r\n`);
+      await s.closed;
+      const answer = parseRaw(s.data());
+      expect(answer.status).toBe(431);
+      expect(answer.body.error?.code).toBe("invalid_request");
+      expect(answer.body.error?.message).toMatch(/headers larger than 16384 bytes/);
+    }
+    await stillServing();
+  });
+
+  it("10,000 concurrent connections: the cap holds, the rest are closed at once, the server serves again after", async () => {
+    const limit = Number(spawnSync("sh", ["-c", "ulimit -n"]).stdout.toString().trim());
+    const target = Number.isFinite(limit) ? Math.min(10_000, limit - 500) : 10_000;
+    console.log(`hostile: opening ${target} connections (ulimit -n ${limit}, cap ${CAP})`);
+    const sockets: Array<{ socket?: Socket; closed: boolean }> = [];
+    for (let i = 0; i < target; i += 500) {
+      const batch = await Promise.all(
+        Array.from({ length: Math.min(500, target - i) }, async () => {
+          const s = await open().catch(() => undefined);
+          if (!s) return { socket: undefined, closed: true };
+          const entry = { socket: s.socket, closed: false };
+          void s.closed.then(() => {
+            entry.closed = true;
+          });
+          return entry;
+        }),
+      );
+      for (const b of batch) if (b.socket) sockets.push(b);
+    }
+    await sleep(500);
+    const open_ = sockets.filter((s) => !s.closed).length;
+    console.log(`hostile: ${sockets.length} connected, ${open_} still open after 0.5 s`);
+    expect(sockets.length).toBeGreaterThanOrEqual(target * 0.95);
+    expect(open_).toBeLessThanOrEqual(CAP);
+    expect(open_).toBeGreaterThan(CAP / 2);
+    for (const s of sockets) s.socket?.destroy();
+    await sleep(300);
+    await stillServing();
+  }, 60_000);
+
+  it("a flood from one rate-limited producer gets 429 + Retry-After while another producer keeps getting 202", async () => {
+    const flood = client(server.url, producerKey("acme/flood", "pk_flood"));
+    const calm = client(server.url, producerKey("acme/calm", "pk_calm"));
+    const floodFor = 3000;
+    const end = Date.now() + floodFor;
+    const tally = { accepted: 0, limited: 0, other: 0, retryAfter: new Set<string>() };
+    const floodLoop = async (w: number) => {
+      for (let n = 0; Date.now() < end; n++) {
+        const r = await flood.post("/v1/events", { id: `f${w}-${n}`, type: "job.done", correlationId: `f${w}` });
+        if (r.status === 202) tally.accepted++;
+        else if (r.status === 429) {
+          tally.limited++;
+          expect(r.body.error.code).toBe("rate_limited");
+          tally.retryAfter.add(String(r.headers.get("retry-after")));
+        } else tally.other++;
+      }
+    };
+    const calmLatencies: number[] = [];
+    const calmLoop = async () => {
+      for (let n = 0; n < 10; n++) {
+        const t = Date.now();
+        const r = await calm.post("/v1/events", { id: `calm-${n}`, type: "job.done", correlationId: "calm" });
+        expect(r.status).toBe(202);
+        calmLatencies.push(Date.now() - t);
+        await sleep(50);
+      }
+    };
+    await Promise.all([...Array.from({ length: 30 }, (_, w) => floodLoop(w)), calmLoop()]);
+    console.log(
+      `hostile: flood ${tally.accepted} accepted, ${tally.limited} limited; calm ${calmLatencies.length} sent, max ${Math.max(...calmLatencies)} ms`,
+    );
+    expect(tally.other).toBe(0);
+    expect(tally.limited).toBeGreaterThan(tally.accepted);
+    // one second's burst plus the rate over the flood (and a little slack for timing)
+    expect(tally.accepted).toBeLessThanOrEqual(FLOOD_RATE * (floodFor / 1000 + 1) + 20);
+    expect([...tally.retryAfter].every((v) => Number(v) >= 1)).toBe(true);
+    expect(calmLatencies.length).toBe(10);
+    expect(Math.max(...calmLatencies)).toBeLessThan(5000);
+  }, 30_000);
+
+  it("oversized batch: 501 events are 400 invalid_event, a body over 500 × maxPayloadBytes is 413; nothing stored", async () => {
+    const before = await snapshot();
+    const events = Array.from({ length: 501 }, (_, i) => ({ id: `big-${i}`, type: "job.done", correlationId: "big" }));
+    const tooMany = await billing.post("/v1/events/batch", { events });
+    expectIssues(tooMany, "invalid_event");
+    expect(tooMany.body.error.issues[0].path).toEqual(["events"]);
+    const fat = {
+      events: [{ id: "fat", type: "job.done", correlationId: "fat", payload: { x: "y".repeat(500 * MAX_PAYLOAD) } }],
+    };
+    expectError(await billing.post("/v1/events/batch", fat), 413, "payload_too_large");
+    expect(await snapshot()).toEqual(before);
+    await stillServing();
+  });
+
+  it("deeply nested JSON: a clear 400 for payloads and wait metadata, no crash, nothing stored; shallow nesting passes", async () => {
+    const before = await snapshot();
+    const deep = (n: number) => `${'{"a":'.repeat(n)}1${"}".repeat(n)}`;
+    const deepArr = (n: number) => `${"[".repeat(n)}${"]".repeat(n)}`;
+    for (const payload of [deep(1000), `{"list":${deepArr(3000)}}`]) {
+      const raw = `{"id":"deep","type":"job.done","correlationId":"deep","payload":${payload}}`;
+      expect(raw.length).toBeLessThan(MAX_PAYLOAD);
+      const r = await billing.call("POST", "/v1/events", { raw, headers: { "content-type": "application/json" } });
+      const error = expectIssues(r, "invalid_event");
+      expect(JSON.stringify(error.issues)).toMatch(/nest/);
+      const b = await billing.call("POST", "/v1/events/batch", {
+        raw: `{"events":[${raw}]}`,
+        headers: { "content-type": "application/json" },
+      });
+      expect(b.status).toBe(200);
+      expect(b.body.results[0]).toMatchObject({ status: "rejected", error: { code: "invalid_event" } });
+    }
+    for (const metadata of [deep(1500), deep(20_000), `{"list":${deepArr(50_000)}}`]) {
+      const raw = `{"runId":"deep-run","position":"p","eventType":"job.done","correlationId":"deep","metadata":${metadata}}`;
+      const r = await host.call("POST", "/v1/waits", { raw, headers: { "content-type": "application/json" } });
+      expectIssues(r, "invalid_request");
+    }
+    expect(await snapshot()).toEqual(before);
+    expect((await host.get("/v1/waits?runId=deep-run")).body.waits).toEqual([]);
+    // 32 levels are fine
+    const ok = await billing.call("POST", "/v1/events", {
+      raw: `{"id":"shallow","type":"job.done","correlationId":"shallow","payload":${deep(32)}}`,
+      headers: { "content-type": "application/json" },
+    });
+    expect(ok.status).toBe(202);
+    const w = await host.call("POST", "/v1/waits", {
+      raw: `{"runId":"shallow-run","position":"p","eventType":"job.done","correlationId":"shallow-w","metadata":${deep(32)}}`,
+      headers: { "content-type": "application/json" },
+    });
+    expect(w.status).toBe(201);
+    await stillServing();
+  });
+
+  it("prototype-pollution keys: __proto__ and constructor.prototype are refused everywhere (400, nothing stored); a plain constructor key is data", async () => {
+    const before = await snapshot();
+    const poisons = [
+      '{"__proto__":{"polluted":true}}',
+      '{"a":{"b":[{"__proto__":{"polluted":true}}]}}',
+      '{"constructor":{"prototype":{"polluted":true}}}',
+    ];
+    for (const p of poisons) {
+      const raw = `{"id":"poison","type":"job.done","correlationId":"poison","payload":${p}}`;
+      const r = await billing.call("POST", "/v1/events", { raw, headers: { "content-type": "application/json" } });
+      expectIssues(r, "invalid_event");
+      const w = await host.call("POST", "/v1/waits", {
+        raw: `{"runId":"poison-run","position":"p","eventType":"job.done","correlationId":"poison","metadata":${p}}`,
+        headers: { "content-type": "application/json" },
+      });
+      expectIssues(w, "invalid_request");
+      const top = await host.call("POST", "/v1/waits", {
+        raw: `{"runId":"poison-run","position":"p","eventType":"job.done","correlationId":"poison","__proto__":{"timeoutMs":1}}`,
+        headers: { "content-type": "application/json" },
+      });
+      expectIssues(top, "invalid_request");
+    }
+    expect(await snapshot()).toEqual(before);
+    expect((await host.get("/v1/waits?runId=poison-run")).body.waits).toEqual([]);
+    expectError(await host.get("/v1/events/billing/poison"), 404, "not_found");
+
+    // "constructor" on its own is an ordinary key: stored and answered as data
+    const data = { constructor: "ctor", nested: { constructor: { name: "x" } } };
+    const w = await host.post("/v1/waits", {
+      runId: "ctor-run",
+      position: "p",
+      eventType: "job.done",
+      correlationId: "ctor",
+      metadata: data,
+    });
+    expect(w.status).toBe(201);
+    expect(w.body.wait.metadata).toEqual(data);
+    const e = await billing.post("/v1/events", {
+      id: "ctor-evt",
+      type: "job.done",
+      correlationId: "ctor",
+      payload: data,
+    });
+    expect(e.status).toBe(202);
+    const read = await host.get(`/v1/waits/${w.body.wait.id}`);
+    expect(read.body.wait.metadata).toEqual(data);
+    // nothing reached Object.prototype in the server: answers carry no `polluted` anywhere
+    expect(read.text).not.toContain("polluted");
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    await stillServing();
+  });
+});
