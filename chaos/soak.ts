@@ -1,0 +1,152 @@
+/**
+ * Soak sampling: the RSS of every process (from /proc/<pid>/status) and Redis's
+ * memory (INFO memory) and contents (entries per kind of key) every `everyMs`; at the
+ * end a table and a judgement: after the warm-up (the longest retention plus a sweep),
+ * nothing may keep growing except what is kept longer than the run by design (completed
+ * continuation jobs, kept 24 h).
+ */
+import { readFileSync } from "node:fs";
+import type { Redis } from "ioredis";
+
+export interface Sample {
+  /** seconds since the start */
+  t: number;
+  rssMb: Record<string, number>;
+  redis: { usedMb: number; rssMb: number; continuationMb: number; keys: number };
+  /** entries per kind of key (hash fields, zset/stream/list members, 1 per string) */
+  entries: Record<string, number>;
+}
+
+export interface SoakSummary {
+  samples: Sample[];
+  warmupS: number;
+  table: string;
+  judgement: string[];
+  ok: boolean;
+}
+
+export function rssMb(pid: number | undefined): number {
+  if (!pid) return Number.NaN;
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return m ? Math.round(Number(m[1]) / 102.4) / 10 : Number.NaN;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** `{rdv:p3}:w` → `p:w`; `rdv:continuations.acme:123` → `q:continuations.acme:job`. */
+function kindOf(key: string, prefix: string): string {
+  const part = /^\{[^}]*:p\d+\}:([^:]+)/.exec(key);
+  if (part) return `p:${part[1]}`;
+  if (key.startsWith(`{${prefix}:meta}`)) return "meta";
+  if (key.startsWith(`${prefix}:`)) {
+    const [queue, suffix] = key.slice(prefix.length + 1).split(":");
+    const s = suffix === undefined ? "" : /^[A-Za-z]+$/.test(suffix) ? suffix : "job";
+    return `q:${queue}:${s}`;
+  }
+  return "other";
+}
+
+const SIZE: Record<string, string> = { hash: "hlen", zset: "zcard", stream: "xlen", list: "llen", set: "scard" };
+
+export async function sampleRedis(
+  redis: Redis,
+  prefix: string,
+): Promise<Sample["redis"] & { entries: Record<string, number> }> {
+  const info = await redis.info("memory");
+  const num = (name: string) => Number(new RegExp(`${name}:(\\d+)`).exec(info)?.[1] ?? Number.NaN);
+  const keys: string[] = [];
+  let cursor = "0";
+  do {
+    const [next, batch] = await redis.scan(cursor, "COUNT", 1000);
+    cursor = next;
+    keys.push(...batch);
+  } while (cursor !== "0");
+  const entries: Record<string, number> = {};
+  let continuationBytes = 0;
+  for (let i = 0; i < keys.length; i += 500) {
+    const chunk = keys.slice(i, i + 500);
+    const types = (await redis.pipeline(chunk.map((k) => ["type", k])).exec()) ?? [];
+    const sizes =
+      (await redis
+        .pipeline(
+          chunk.flatMap((k, j) => {
+            const t = String(types[j]?.[1]);
+            const cmd = SIZE[t];
+            const out: string[][] = [cmd ? [cmd, k] : ["exists", k]];
+            if (k.startsWith(`${prefix}:continuations.`)) out.push(["memory", "usage", k]);
+            return out;
+          }),
+        )
+        .exec()) ?? [];
+    let s = 0;
+    for (const k of chunk) {
+      const kind = kindOf(k, prefix);
+      entries[kind] = (entries[kind] ?? 0) + Number(sizes[s++]?.[1] ?? 0);
+      if (k.startsWith(`${prefix}:continuations.`)) continuationBytes += Number(sizes[s++]?.[1] ?? 0);
+    }
+  }
+  const mb = (b: number) => Math.round(b / 104857.6) / 10;
+  return {
+    usedMb: mb(num("used_memory")),
+    rssMb: mb(num("used_memory_rss")),
+    continuationMb: mb(continuationBytes),
+    keys: keys.length,
+    entries,
+  };
+}
+
+const LONG_KEPT = /^q:continuations\./; // completed continuation jobs are kept 24 h (API.md)
+
+/** The table (one row per sample) and the growth judgement after warm-up. */
+export function summarize(samples: Sample[], warmupS: number): SoakSummary {
+  const procs = [...new Set(samples.flatMap((s) => Object.keys(s.rssMb)))];
+  const kinds = [...new Set(samples.flatMap((s) => Object.keys(s.entries)))].sort();
+  const shownKinds = kinds.filter((k) => samples.some((s) => (s.entries[k] ?? 0) > 10));
+  const header = ["t (s)", ...procs.map((p) => `${p} MB`), "redis used MB", "cont. jobs MB", ...shownKinds];
+  const rows = samples.map((s) => [
+    String(s.t),
+    ...procs.map((p) => String(s.rssMb[p] ?? "")),
+    String(s.redis.usedMb),
+    String(s.redis.continuationMb),
+    ...shownKinds.map((k) => String(s.entries[k] ?? 0)),
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]?.length ?? 0)));
+  const line = (cells: string[]) => `| ${cells.map((c, i) => c.padStart(widths[i] ?? 0)).join(" | ")} |`;
+  const table = [line(header), `|${widths.map((w) => `${"-".repeat(w + 1)}:`).join("|")}|`, ...rows.map(line)].join(
+    "\n",
+  );
+
+  const judgement: string[] = [];
+  let ok = true;
+  const after = samples.filter((s) => s.t >= warmupS);
+  if (after.length < 4) {
+    judgement.push(`too few samples after the ${warmupS} s warm-up to judge growth`);
+    return { samples, warmupS, table, judgement, ok: false };
+  }
+  const half = Math.floor(after.length / 2);
+  const early = after.slice(0, half);
+  const late = after.slice(half);
+  const maxOf = (xs: Sample[], f: (s: Sample) => number) => Math.max(...xs.map(f).filter((x) => !Number.isNaN(x)));
+  const judge = (label: string, f: (s: Sample) => number, slack: number, ratio: number) => {
+    const a = maxOf(early, f);
+    const b = maxOf(late, f);
+    const grew = b > a * ratio + slack;
+    if (grew) ok = false;
+    judgement.push(`${grew ? "GROWS" : "flat "} ${label}: max ${a} → ${b} (allowed ${Math.round(a * ratio + slack)})`);
+  };
+  for (const p of procs) judge(`${p} RSS MB`, (s) => s.rssMb[p] ?? Number.NaN, 30, 1.25);
+  judge("redis used MB without continuation jobs", (s) => s.redis.usedMb - s.redis.continuationMb, 2, 1.25);
+  for (const k of shownKinds) {
+    if (LONG_KEPT.test(k)) continue;
+    judge(`entries ${k}`, (s) => s.entries[k] ?? 0, 50, 1.25);
+  }
+  const cont = shownKinds.filter((k) => LONG_KEPT.test(k));
+  if (cont.length > 0) {
+    judgement.push(
+      `not judged: ${cont.join(", ")} — completed continuation jobs are kept 24 h by design (grow with the run; ${samples.at(-1)?.redis.continuationMb} MB at the end)`,
+    );
+  }
+  return { samples, warmupS, table, judgement, ok };
+}
