@@ -2,24 +2,27 @@
   appendEvents: second step of ingest, for the events of a batch whose MATCH KEY
   (tenant, type, correlationId) lies in this partition. Appends each event to the
   partition stream once: an event key that already has an event record here
-  returns that record's entry instead of appending again, so a retry after a
-  crash never appends twice.
+  returns that record instead of appending again, so a retry (after a crash or
+  not) never appends twice.
 
   KEYS[1] stream    {p}:s   stream; entry fields k=<eventKey>
   KEYS[2] events    {p}:e   hash; field "e:<eventKey>" holds the event record
   KEYS[3] inflight  {p}:if  lex zset "<mk><padded id><eventKey>": appended, not yet matched
-  KEYS[4] expiry    {p}:x   zset; member "e:<eventKey>" scored by its expiry time
+  KEYS[4] expiry    {p}:x   zset; one member per call for the records it wrote,
+                            "E:" .. "<len>:<eventKey>"..., scored by their expiry time
 
   ARGV[1] keepMs     how long the event records are kept (the dedup window)
   ARGV[2] now        "" = Redis TIME and auto stream ids; tests may fix the time,
                      which then becomes the entry ids' milliseconds
-  ARGV[3..] pairs    eventKey, record JSON {t, pr, id, ty, c, mk, oa?, pl?, rt}:
-                     tenant, producer, id, type, correlation id, encoded match key,
-                     occurredAt, raw payload JSON, buffer retention (ms)
+  ARGV[3..] triples  eventKey, encoded match key, record head: the event record
+                     JSON {t, pr, id, ty, c, mk, oa?, pl?, rt} without its closing
+                     brace (tenant, producer, id, type, correlation id, encoded match
+                     key, occurredAt, raw payload JSON, buffer retention in ms); this
+                     script completes it with sid, at and st, so it does no JSON work
 
   Returns one reply per event, in order:
     { CREATED, streamId }   appended now
-    { EXISTS, streamId }    appended before (idempotent retry)
+    { EXISTS, record }      appended before: the stored event record (JSON)
 ]]
 --@include "common"
 
@@ -30,24 +33,25 @@ if nowArg ~= "" then
   idArg = nowArg .. "-*"
 end
 
+local written, lastMs = {}, 0
 local replies = {}
-for i = 3, #ARGV, 2 do
-  local eventKey, recordJson = ARGV[i], ARGV[i + 1]
+for i = 3, #ARGV, 3 do
+  local eventKey, mk, head = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local field = "e:" .. eventKey
   local existing = redis.call("HGET", eventsKey, field)
   if existing then
-    replies[#replies + 1] = { C_EXISTS, cjson.decode(existing)["sid"] }
+    replies[#replies + 1] = { C_EXISTS, existing }
   else
     local sid = redis.call("XADD", streamKey, idArg, "k", eventKey)
-    local at = idMs(sid)
-    local rec = cjson.decode(recordJson)
-    rec["sid"] = sid
-    rec["at"] = at
-    rec["st"] = "p"
-    saveJson(eventsKey, field, rec)
-    redis.call("ZADD", inflightKey, 0, rec["mk"] .. padId(sid) .. eventKey)
-    redis.call("ZADD", expiryKey, at + keepMs, field)
+    local ms = string.match(sid, "^(%d+)")
+    redis.call("HSET", eventsKey, field, head .. ',"sid":"' .. sid .. '","at":' .. ms .. ',"st":"p"}')
+    redis.call("ZADD", inflightKey, 0, mk .. padId(sid) .. eventKey)
+    written[#written + 1] = #eventKey .. ":" .. eventKey
+    lastMs = tonumber(ms)
     replies[#replies + 1] = { C_CREATED, sid }
   end
+end
+if #written > 0 then
+  redis.call("ZADD", expiryKey, lastMs + keepMs, "E:" .. table.concat(written))
 end
 return replies

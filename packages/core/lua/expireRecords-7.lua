@@ -5,6 +5,8 @@
     "e:<eventKey>"  an event record past the dedup window (and its in-flight entry if it
                     was never matched, so it cannot hold back a timeout forever)
     "d:<eventKey>"  a dedup record past the dedup window
+    "E:<len>:<eventKey>..." / "D:<len>:<eventKey>..."  the same for the event or
+                    dedup records one ingest call wrote (one member per call)
     "b:<eventKey>"  a buffered event past its retention: it leaves the inbox and
                     drops its payload; `buffered` becomes `expired` (`late` stays)
     "j:<matchKey>"  the refusals recorded for a match key
@@ -17,7 +19,7 @@
   KEYS[6] rejected   {p}:rj  hash "<mk>" -> refusals
   KEYS[7] inflight   {p}:if  lex zset "<mk><padded id><eventKey>"
 
-  ARGV[1] limit      most records handled
+  ARGV[1] limit      most members handled (a group member counts once)
   ARGV[2] now        "" = Redis TIME
 
   Returns { OK, handled, remainingDue (0|1) }
@@ -29,23 +31,47 @@ local inflightKey = KEYS[7]
 local limit = tonumber(ARGV[1])
 local now = nowMs(ARGV[2])
 
+local function expireEvent(eventKey)
+  local field = "e:" .. eventKey
+  local ev = loadJson(eventsKey, field)
+  if ev ~= nil and ev["st"] == "p" then
+    redis.call("ZREM", inflightKey, ev["mk"] .. padId(ev["sid"]) .. eventKey)
+  end
+  redis.call("HDEL", eventsKey, field)
+end
+
+-- Calls fn(eventKey) for each "<len>:<eventKey>" part of a group member's body.
+local function eachPart(body, fn)
+  local pos = 1
+  while pos <= #body do
+    local colon = string.find(body, ":", pos, true)
+    local len = tonumber(string.sub(body, pos, colon - 1))
+    fn(string.sub(body, colon + 1, colon + len))
+    pos = colon + 1 + len
+  end
+end
+
+local function expireDedup(eventKey)
+  redis.call("HDEL", eventsKey, "d:" .. eventKey)
+end
+
 local due = redis.call("ZRANGEBYSCORE", expiryKey, "-inf", now, "LIMIT", 0, limit)
 for _, member in ipairs(due) do
   local kind, rest = string.sub(member, 1, 1), string.sub(member, 3)
-  if kind == "w" then
+  if kind == "E" then
+    eachPart(rest, expireEvent)
+  elseif kind == "D" then
+    eachPart(rest, expireDedup)
+  elseif kind == "w" then
     local wait = loadJson(waitsKey, rest)
     if wait ~= nil then
       redis.call("ZREM", doneKey, wait["mk"] .. rest)
       redis.call("HDEL", waitsKey, rest)
     end
   elseif kind == "e" then
-    local ev = loadJson(eventsKey, member)
-    if ev ~= nil and ev["st"] == "p" then
-      redis.call("ZREM", inflightKey, ev["mk"] .. padId(ev["sid"]) .. rest)
-    end
-    redis.call("HDEL", eventsKey, member)
+    expireEvent(rest)
   elseif kind == "d" then
-    redis.call("HDEL", eventsKey, member)
+    expireDedup(rest)
   elseif kind == "j" then
     redis.call("HDEL", rejectedKey, rest)
   elseif kind == "b" then

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import canonicalize from "canonicalize";
 
 /**
@@ -8,8 +8,16 @@ import canonicalize from "canonicalize";
  */
 export function encodeParts(...parts: string[]): string {
   let out = "";
-  for (const part of parts) out += `${Buffer.byteLength(part)}:${part}`;
+  for (const part of parts) out += `${byteLength(part)}:${part}`;
   return out;
+}
+
+/** UTF-8 byte length; ASCII (the common case) without a Buffer call. */
+function byteLength(value: string): number {
+  for (let i = 0; i < value.length; i++) {
+    if (value.charCodeAt(i) > 0x7f) return Buffer.byteLength(value);
+  }
+  return value.length;
 }
 
 /** Inverse of {@link encodeParts}. */
@@ -29,17 +37,24 @@ export function decodeParts(encoded: string, count: number): string[] {
 
 /** FNV-1a, 32 bit: the stable hash that places a match key in a partition. */
 export function fnv1a32(value: string): number {
-  let hash = 0x811c9dc5;
-  for (const byte of Buffer.from(value)) {
-    hash ^= byte;
-    hash = Math.imul(hash, 0x01000193) >>> 0;
+  let h = 0x811c9dc5;
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c > 0x7f) return fnv1a32Bytes(Buffer.from(value));
+    h = Math.imul(h ^ c, 0x01000193);
   }
-  return hash >>> 0;
+  return h >>> 0;
+}
+
+function fnv1a32Bytes(bytes: Uint8Array): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < bytes.length; i++) h = Math.imul(h ^ (bytes[i] as number), 0x01000193);
+  return h >>> 0;
 }
 
 /** Base64url digest, cut to `length` characters. */
 export function digest(value: string, length: number): string {
-  return createHash("sha256").update(value).digest("base64url").slice(0, length);
+  return hash("sha256", value, "base64url").slice(0, length);
 }
 
 /** Canonical JSON (RFC 8785): equal content gives equal text. */

@@ -10,6 +10,14 @@ export {
   retentionFor,
   TenantConfig,
 } from "./config.js";
+export {
+  countWaits,
+  listWaitsOfTenants,
+  overdueWaits,
+  type RecentRejection,
+  recentRejections,
+  type TenantWaitCounts,
+} from "./console-reads.js";
 export { canonicalJson, decodeParts, digest, encodeParts, fnv1a32 } from "./encoding.js";
 export { type ErrorCode, errorCatalogue, isRendezvousError, RendezvousError } from "./errors.js";
 export { FAILPOINTS, type FailpointName, failpoint, parseFailpoints } from "./failpoints.js";
@@ -80,11 +88,3 @@ export {
   type StoreOptions,
   type TimeoutResult,
 } from "./store.js";
-export {
-  countWaits,
-  listWaitsOfTenants,
-  overdueWaits,
-  type RecentRejection,
-  recentRejections,
-  type TenantWaitCounts,
-} from "./console-reads.js";

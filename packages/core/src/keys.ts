@@ -93,7 +93,8 @@ export class KeyLayout {
     return Array.from({ length: this.partitions }, (_, i) => i);
   }
 
-  private place(encoded: string): number {
+  /** The partition of an encoded key (FNV-1a modulo the partition count). */
+  place(encoded: string): number {
     return fnv1a32(encoded) % this.partitions;
   }
 

@@ -63,14 +63,19 @@ export interface RawEvent {
   lf?: string[];
 }
 
-export interface RawDedup {
-  ty: string;
-  c: string;
-  mp: number;
-  h: string;
-  s: "p" | "a";
-  sid?: string;
-  at?: number;
+/**
+ * A dedup record (field "d:<eventKey>" in the event key's partition):
+ * "<content hash>|<match partition>". Plain text, so that the dedup step compares
+ * two records as strings; earlier versions stored JSON {h, mp, ...}, still read.
+ */
+export function dedupRecord(contentHash: string, matchPartition: number): string {
+  return `${contentHash}|${matchPartition}`;
+}
+
+/** The match partition a dedup record points at (where the event record lives). */
+export function dedupMatchPartition(raw: string): number {
+  if (raw.startsWith("{")) return (JSON.parse(raw) as { mp: number }).mp;
+  return Number(raw.slice(raw.lastIndexOf("|") + 1));
 }
 
 const STATES: Record<RawWait["s"], WaitState> = { w: "waiting", r: "resolved", t: "timed_out", c: "cancelled" };

@@ -48,31 +48,20 @@ function clock(now?: number): string {
 
 export function dedupEventsArgs(
   k: PartitionKeys,
-  a: { windowMs: number; now?: number; events: Array<{ eventKey: string; contentHash: string; record: string }> },
+  a: { windowMs: number; now?: number; events: Array<{ eventKey: string; record: string }> },
 ): ScriptCall {
-  return {
-    script: "dedupEvents",
-    keys: [k.events, k.expiry],
-    args: [a.windowMs, clock(a.now), ...a.events.flatMap((e) => [e.eventKey, e.contentHash, e.record])],
-  };
+  const args: Array<string | number> = [a.windowMs, clock(a.now)];
+  for (const e of a.events) args.push(e.eventKey, e.record);
+  return { script: "dedupEvents", keys: [k.events, k.expiry], args };
 }
 
 export function appendEventsArgs(
   k: PartitionKeys,
-  a: { keepMs: number; now?: number; events: Array<{ eventKey: string; record: string }> },
+  a: { keepMs: number; now?: number; events: Array<{ eventKey: string; matchKey: string; head: string }> },
 ): ScriptCall {
-  return {
-    script: "appendEvents",
-    keys: [k.stream, k.events, k.inflight, k.expiry],
-    args: [a.keepMs, clock(a.now), ...a.events.flatMap((e) => [e.eventKey, e.record])],
-  };
-}
-
-export function commitDedupsArgs(
-  k: PartitionKeys,
-  a: { events: Array<{ eventKey: string; streamId: string }> },
-): ScriptCall {
-  return { script: "commitDedups", keys: [k.events], args: a.events.flatMap((e) => [e.eventKey, e.streamId]) };
+  const args: Array<string | number> = [a.keepMs, clock(a.now)];
+  for (const e of a.events) args.push(e.eventKey, e.matchKey, e.head);
+  return { script: "appendEvents", keys: [k.stream, k.events, k.inflight, k.expiry], args };
 }
 
 export function claimRunPositionArgs(

@@ -11,7 +11,15 @@ import { canonicalJson, digest, encodeParts } from "./encoding.js";
 import { RendezvousError } from "./errors.js";
 import { failpoint } from "./failpoints.js";
 import { KeyLayout, type PartitionKeys } from "./keys.js";
-import { iso, type RawDedup, type RawEvent, type RawWait, toEventRecord, toWait } from "./records.js";
+import {
+  dedupMatchPartition,
+  dedupRecord,
+  iso,
+  type RawEvent,
+  type RawWait,
+  toEventRecord,
+  toWait,
+} from "./records.js";
 import type { EventInput, EventRecord, HistoryWhat, Wait, WaitSpec } from "./schemas.js";
 import {
   annotateWaitArgs,
@@ -19,7 +27,6 @@ import {
   type Commander,
   cancelWaitArgs,
   claimRunPositionArgs,
-  commitDedupsArgs,
   consumeWaitArgs,
   dedupEventsArgs,
   defineScripts,
@@ -215,16 +222,18 @@ export class Store {
 
   /**
    * Dedups and appends events of one producer (already authenticated and validated).
-   * Three pipelined round trips for the whole batch: dedup (event-key partitions),
-   * append (match-key partitions), commit (event-key partitions). A crash between
-   * them loses nothing: the producer's retry finds the record `pending` and appends
-   * again, and append is idempotent per event key.
+   * Two pipelined round trips for the whole batch: dedup (event-key partitions: claim
+   * each event key, or refuse other content under it), then append (match-key
+   * partitions: append once per event key). A crash between them loses nothing: the
+   * producer's retry finds its claim and appends; an event key appended before answers
+   * `duplicate` with the original, whichever attempt appended it.
    */
   async ingest(tenant: string, producer: string, events: EventInput[]): Promise<IngestResult[]> {
     const now = this.now();
     const items = events.map((e) => {
       const eventKey = this.keys.eventKey(tenant, producer, e.id);
-      const matchPartition = this.keys.matchPartition(tenant, e.type, e.correlationId);
+      const matchKey = this.keys.matchKey(tenant, e.type, e.correlationId);
+      const matchPartition = this.keys.place(matchKey);
       const content = canonicalJson({
         type: e.type,
         correlationId: e.correlationId,
@@ -234,93 +243,82 @@ export class Store {
       return {
         input: e,
         eventKey,
-        eventPartition: this.keys.partition(this.keys.eventPartition(tenant, producer, e.id)),
+        matchKey,
+        eventPartition: this.keys.partition(this.keys.place(eventKey)),
         matchPartition,
-        contentHash: digest(content, 22),
+        dedup: dedupRecord(digest(content, 22), matchPartition),
       };
     });
+    type Item = (typeof items)[number];
 
     const all = items.map((_, i) => i);
     const dedup = await this.perPartition(
       all,
-      (i) => (items[i] as (typeof items)[number]).eventPartition,
+      (i) => (items[i] as Item).eventPartition,
       (k, members) =>
         dedupEventsArgs(k, {
           windowMs: this.config.dedupWindowMs,
           now,
-          events: members.map((i) => {
-            const it = items[i] as (typeof items)[number];
-            return {
-              eventKey: it.eventKey,
-              contentHash: it.contentHash,
-              record: JSON.stringify({ ty: it.input.type, c: it.input.correlationId, mp: it.matchPartition }),
-            };
-          }),
+          events: members.map((i) => ({ eventKey: (items[i] as Item).eventKey, record: (items[i] as Item).dedup })),
         }),
     );
 
     const results: Array<IngestResult | undefined> = new Array(items.length);
     const toAppend: number[] = [];
-    const toFetch: Array<{ index: number; rec: RawDedup }> = [];
     const firstInBatch = new Map<string, number>();
     const sameInBatch: Array<[later: number, first: number]> = [];
     for (const i of all) {
-      const [code, raw] = asReply(dedup.get(i), "dedupEvents");
-      const eventKey = (items[i] as (typeof items)[number]).eventKey;
+      const code = Number(dedup.get(i));
+      const eventKey = (items[i] as Item).eventKey;
       const first = firstInBatch.get(eventKey);
       if (code === Code.PENDING && first !== undefined) sameInBatch.push([i, first]);
       else if (code === Code.CREATED || code === Code.PENDING) {
         toAppend.push(i);
         firstInBatch.set(eventKey, i);
-      } else if (code === Code.DUPLICATE) toFetch.push({ index: i, rec: JSON.parse(String(raw)) as RawDedup });
-      else if (code === Code.CONFLICT) {
+      } else if (code === Code.CONFLICT) {
         results[i] = { status: "rejected", error: new RendezvousError("event_id_conflict") };
       } else throw failure(code);
     }
 
     const appended = await this.perPartition(
       toAppend,
-      (i) => this.keys.partition((items[i] as (typeof items)[number]).matchPartition),
+      (i) => this.keys.partition((items[i] as Item).matchPartition),
       (k, members) => {
         let keepMs = this.config.dedupWindowMs;
         const events = members.map((i) => {
-          const e = (items[i] as (typeof items)[number]).input;
+          const it = items[i] as Item;
+          const e = it.input;
           const retention = retentionFor(this.config as Config, e.type);
           keepMs = Math.max(keepMs, retention);
-          const record = {
+          const record = JSON.stringify({
             t: tenant,
             pr: producer,
             id: e.id,
             ty: e.type,
             c: e.correlationId,
-            mk: this.keys.matchKey(tenant, e.type, e.correlationId),
+            mk: it.matchKey,
             oa: e.occurredAt,
             pl: e.payload === undefined ? undefined : JSON.stringify(e.payload),
             rt: retention,
-          };
-          return { eventKey: (items[i] as (typeof items)[number]).eventKey, record: JSON.stringify(record) };
+          });
+          return { eventKey: it.eventKey, matchKey: it.matchKey, head: record.slice(0, -1) };
         });
         return appendEventsArgs(k, { keepMs, now, events });
       },
     );
     failpoint("ingest.after-append");
 
-    const streamIds = toAppend.map((i) => String(asReply(appended.get(i), "appendEvents")[1]));
-    const sidOf = new Map(toAppend.map((i, j) => [i, streamIds[j] as string]));
-    await this.perPartition(
-      toAppend,
-      (i) => (items[i] as (typeof items)[number]).eventPartition,
-      (k, members) =>
-        commitDedupsArgs(k, {
-          events: members.map((i) => ({
-            eventKey: (items[i] as (typeof items)[number]).eventKey,
-            streamId: sidOf.get(i) as string,
-          })),
-        }),
-    );
-    toAppend.forEach((i, j) => {
-      const it = items[i] as (typeof items)[number];
-      const sid = streamIds[j] as string;
+    const duplicates: IngestResult[] = [];
+    for (const i of toAppend) {
+      const [code, value] = asReply(appended.get(i), "appendEvents");
+      const it = items[i] as Item;
+      if (code === Code.EXISTS) {
+        const event = toEventRecord(JSON.parse(String(value)) as RawEvent, this.now() ?? Date.now());
+        results[i] = { status: "duplicate", event };
+        duplicates.push(results[i]);
+        continue;
+      }
+      const sid = String(value);
       results[i] = {
         status: "accepted",
         event: {
@@ -330,52 +328,20 @@ export class Store {
           type: it.input.type,
           correlationId: it.input.correlationId,
           occurredAt: it.input.occurredAt ?? null,
-          acceptedAt: iso(Number(sid.split("-")[0])),
+          acceptedAt: iso(Number(sid.slice(0, sid.indexOf("-")))),
           streamId: sid,
           status: "pending",
           matchedWaits: [],
           lateFor: [],
         },
       };
-    });
+    }
 
     for (const [later, first] of sameInBatch) {
       const original = results[first];
-      if (original?.status === "accepted") results[later] = { status: "duplicate", event: original.event };
+      if (original && original.status !== "rejected") results[later] = { status: "duplicate", event: original.event };
     }
-
-    if (toFetch.length > 0) {
-      const fetched = await execBatch(
-        this.redis,
-        toFetch.map(({ rec, index }) => {
-          const key = this.keys.partition(rec.mp).events;
-          const field = `e:${(items[index] as (typeof items)[number]).eventKey}`;
-          return { key, add: (pipeline) => pipeline.hget(key, field) };
-        }),
-      );
-      toFetch.forEach(({ index, rec }, j) => {
-        const [err, raw] = fetched[j] ?? [null, null];
-        if (err) throw err;
-        const it = items[index] as (typeof items)[number];
-        const event: EventRecord = raw
-          ? toEventRecord(JSON.parse(String(raw)) as RawEvent, this.now() ?? Date.now())
-          : {
-              id: it.input.id,
-              tenant,
-              producer,
-              type: rec.ty,
-              correlationId: rec.c,
-              occurredAt: null,
-              acceptedAt: iso(rec.at ?? 0),
-              streamId: rec.sid ?? "",
-              status: "expired",
-              matchedWaits: [],
-              lateFor: [],
-            };
-        results[index] = { status: "duplicate", event };
-      });
-      await this.noteDuplicates(toFetch.map(({ index }) => results[index]));
-    }
+    if (duplicates.length > 0) await this.noteDuplicates(duplicates);
     return results as IngestResult[];
   }
 
@@ -411,8 +377,7 @@ export class Store {
       `d:${eventKey}`,
     );
     if (!dedupRaw) return null;
-    const dedup = JSON.parse(dedupRaw) as RawDedup;
-    const raw = await this.redis.hget(this.keys.partition(dedup.mp).events, `e:${eventKey}`);
+    const raw = await this.redis.hget(this.keys.partition(dedupMatchPartition(dedupRaw)).events, `e:${eventKey}`);
     return raw ? toEventRecord(JSON.parse(raw) as RawEvent, this.now() ?? Date.now()) : null;
   }
 

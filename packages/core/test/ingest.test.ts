@@ -58,27 +58,54 @@ describe("ingest: dedup and append", () => {
     const e = event("e1", "job-1");
     const ek = h.store.keys.eventKey("acme", "svc", "e1");
     const ep = h.store.keys.partition(h.store.keys.eventPartition("acme", "svc", "e1"));
-    // simulate the first step only: the record is pending, nothing appended
-    await h.redis.hset(ep.events, `d:${ek}`, JSON.stringify({ ty: e.type, c: e.correlationId, mp: 0, h: "x", s: "p" }));
+    const mp = h.store.keys.matchPartition("acme", e.type, e.correlationId);
+    // a claim with other content (another hash): the guard holds, nothing is appended
+    await h.redis.hset(ep.events, `d:${ek}`, `xxxxxxxxxxxxxxxxxxxxxx|${mp}`);
     const [conflict] = await h.store.ingest("acme", "svc", [e]);
-    expect(conflict?.status).toBe("rejected"); // other content hash: the guard holds
+    expect(conflict?.status).toBe("rejected");
+    expect(await h.redis.xlen(h.store.keys.partition(mp).stream)).toBe(0);
     await h.redis.hdel(ep.events, `d:${ek}`);
 
-    // real first step, then "crash" before append: run dedup alone through a batch that we cut
+    // the first step alone: run a real ingest, then take the append back out, as if
+    // the process had died between the two steps
     const [first] = await h.store.ingest("acme", "svc", [e]);
     expect(first?.status).toBe("accepted");
-    // put the dedup record back to pending, as if commit had not run
-    const rec = JSON.parse((await h.redis.hget(ep.events, `d:${ek}`)) as string);
-    await h.redis.hset(ep.events, `d:${ek}`, JSON.stringify({ ...rec, s: "p", sid: undefined, at: undefined }));
+    const claim = await h.redis.hget(ep.events, `d:${ek}`);
+    expect(claim).toMatch(new RegExp(`^[A-Za-z0-9_-]{22}\\|${mp}$`));
+    const mpk = h.store.keys.partition(mp);
+    await h.redis.del(mpk.stream, mpk.inflight);
+    await h.redis.hdel(mpk.events, `e:${ek}`);
     const [retry] = await h.store.ingest("acme", "svc", [e]);
-    expect(retry).toMatchObject({
-      status: "accepted",
+    expect(retry?.status).toBe("accepted");
+    expect(await h.redis.xlen(mpk.stream)).toBe(1);
+    const [dup] = await h.store.ingest("acme", "svc", [e]);
+    expect(dup).toMatchObject({
+      status: "duplicate",
+      event: { streamId: retry?.status === "accepted" ? retry.event.streamId : "" },
+    });
+    expect(await h.redis.xlen(mpk.stream)).toBe(1);
+  });
+
+  it("reads a dedup record written as JSON by an earlier version", async () => {
+    const h = makeStore();
+    const e = event("e1", "job-1");
+    const [first] = await h.store.ingest("acme", "svc", [e]);
+    const ek = h.store.keys.eventKey("acme", "svc", "e1");
+    const ep = h.store.keys.partition(h.store.keys.eventPartition("acme", "svc", "e1"));
+    const [hash, mp] = String(await h.redis.hget(ep.events, `d:${ek}`)).split("|");
+    await h.redis.hset(
+      ep.events,
+      `d:${ek}`,
+      JSON.stringify({ ty: e.type, c: e.correlationId, mp: Number(mp), h: hash, s: "a" }),
+    );
+    const [again] = await h.store.ingest("acme", "svc", [e]);
+    expect(again).toMatchObject({
+      status: "duplicate",
       event: { streamId: first?.status === "accepted" ? first.event.streamId : "" },
     });
-    const mp = h.store.keys.matchPartition("acme", e.type, e.correlationId);
-    expect(await h.redis.xlen(h.store.keys.partition(mp).stream)).toBe(1);
-    const [dup] = await h.store.ingest("acme", "svc", [e]);
-    expect(dup?.status).toBe("duplicate");
+    const [other] = await h.store.ingest("acme", "svc", [event("e1", "job-2")]);
+    expect(other?.status).toBe("rejected");
+    expect(await h.store.getEvent("acme", "svc", "e1")).toMatchObject({ id: "e1", correlationId: "job-1" });
   });
 
   it("a batch answers in order; a repeated id inside it is a duplicate of the first", async () => {
