@@ -44,7 +44,8 @@ export default defineConfig({
           name: "redis",
           include: ["packages/*/test/**/*.test.ts"],
           exclude: [...configDefaults.exclude, "**/*.cluster.test.ts"],
-          globalSetup: ["packages/testkit/src/global-setup.ts"],
+          // the console's browser and page tests need its built files (packages/console/dist)
+          globalSetup: ["packages/testkit/src/global-setup.ts", "packages/server/test/console-setup.ts"],
         },
       },
       {

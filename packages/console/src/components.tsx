@@ -57,7 +57,7 @@ export function StateBadge({ state }: { state: string }) {
   return <span className={`badge badge-${state}`}>{state.replace("_", " ")}</span>;
 }
 
-/** An ISO time, shown in UTC with its relative age in the tooltip. */
+/** An ISO time, shown in UTC to the millisecond. */
 export function Time({ iso }: { iso: string | null | undefined }) {
   if (!iso) return <span className="muted">—</span>;
   return <time dateTime={iso}>{iso.replace("T", " ").replace("Z", " UTC")}</time>;
@@ -109,6 +109,12 @@ export function Sparkline({
       <svg viewBox={`0 0 ${w} ${h}`} role="img" aria-label={summary} preserveAspectRatio="none">
         <line x1="0" y1={h - 4} x2={w} y2={h - 4} className="axis" />
         {points && <polyline points={points} className="line" />}
+        {values.map((v, i) =>
+          v === null ? null : (
+            // biome-ignore lint/suspicious/noArrayIndexKey: one point per sample, in order
+            <circle key={i} cx={i * step} cy={h - 4 - (v / max) * (h - 8)} r="2" className="dot" />
+          ),
+        )}
       </svg>
     </figure>
   );
@@ -128,7 +134,11 @@ export function LagBars({
     <figure className="chart wide">
       <figcaption>
         <span>Stream lag per partition (unprocessed entries)</span>
-        <strong>oldest {worst} ms</strong>
+        <strong>
+          {partitions.every((p) => p.undelivered + p.pending === 0)
+            ? "all partitions caught up"
+            : `oldest unprocessed ${worst} ms`}
+        </strong>
       </figcaption>
       <svg
         viewBox={`0 0 100 ${h}`}

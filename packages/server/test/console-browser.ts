@@ -1,9 +1,8 @@
 /**
  * Headless Chromium for the console tests: the Debian `chromium` package driven by
  * playwright-core (never a downloaded browser), a fresh profile directory per
- * launch, and the console built when it is not (as `npm ci`'s prepare hook does).
+ * launch.
  */
-import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,12 +11,9 @@ import { type BrowserContext, chromium, type Page } from "playwright-core";
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 
-/** Builds packages/console when its dist is missing. */
+/** The console's built files are there (console-setup.ts builds them before the run). */
 export function ensureConsoleBuilt(): void {
-  if (consoleBuilt()) return;
-  const script = new URL("../../console/scripts/prepare.mjs", import.meta.url);
-  execFileSync(process.execPath, [script.pathname], { stdio: "inherit" });
-  if (!consoleBuilt()) throw new Error("packages/console could not be built");
+  if (!consoleBuilt()) throw new Error("packages/console is not built: npm run build --workspace @rendezvous/console");
 }
 
 export interface Browser {

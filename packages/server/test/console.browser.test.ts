@@ -112,6 +112,11 @@ describe("console (headless Chromium, real server and Redis)", () => {
     await boardLink.waitFor({ timeout: 15_000 });
     expect(await boardLink.getAttribute("href")).toBe(`/admin/queues/queue/continuations.acme/${id}`);
 
+    // and back: Bull Board's menu links to the console
+    const board = await admin.get("/admin/queues/");
+    expect(board.status).toBe(200);
+    expect(board.text).toContain('"miscLinks":[{"text":"Rendezvous console","url":"/console/"}]');
+
     // the resolving event's page: matched, naming the wait
     await page.getByTestId("resolving-event").click();
     await expect.poll(() => page.getByTestId("event-status").textContent(), P).toBe("matched");

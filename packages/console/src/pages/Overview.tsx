@@ -47,6 +47,9 @@ export function Overview({ session }: { session: Session }) {
           </p>
 
           <h2>Events</h2>
+          <p className="muted">
+            Per-second rates over the last two minutes, sampled every 2 s from this api process's counters.
+          </p>
           <div className="charts">
             <Sparkline title="accepted" unit="/s" values={data.series.map((p) => p.accepted)} />
             <Sparkline title="duplicate" unit="/s" values={data.series.map((p) => p.duplicate)} />

@@ -58,6 +58,19 @@ function Definition({ wait }: { wait: Wait }) {
   );
 }
 
+/** A history entry's details as short "key value" pairs (an event as producer/id). */
+function describe(rest: Record<string, unknown>): string {
+  return Object.entries(rest)
+    .map(([k, v]) => {
+      if (v && typeof v === "object" && "producer" in v && "id" in v) {
+        const e = v as { producer: string; id: string };
+        return `${k} ${e.producer}/${e.id}`;
+      }
+      return `${k} ${typeof v === "string" ? v : JSON.stringify(v)}`;
+    })
+    .join(" · ");
+}
+
 function Timeline({ wait }: { wait: Wait }) {
   return (
     <ol className="timeline" aria-label="Timeline">
@@ -67,7 +80,7 @@ function Timeline({ wait }: { wait: Wait }) {
           // biome-ignore lint/suspicious/noArrayIndexKey: the history is append-only
           <li key={i}>
             <Time iso={at} /> <strong>{what.replace(/_/g, " ")}</strong>
-            {Object.keys(rest).length > 0 ? <span className="muted mono"> {JSON.stringify(rest)}</span> : null}
+            {Object.keys(rest).length > 0 ? <span className="muted detail"> {describe(rest)}</span> : null}
           </li>
         );
       })}

@@ -12,12 +12,11 @@ export function Waits({ session, params }: { session: Session; params: URLSearch
     string
   >;
   const cursor = params.get("cursor") ?? "";
+  const limit = Number(params.get("limit") ?? 50) || 50;
   const key = params.toString();
   const { data, error } = usePoll(
     () =>
-      get<{ waits: WaitRow[]; nextCursor: string | null }>(
-        `/console/api/waits${query({ ...filter, cursor, limit: 50 })}`,
-      ),
+      get<{ waits: WaitRow[]; nextCursor: string | null }>(`/console/api/waits${query({ ...filter, cursor, limit })}`),
     0,
     key,
   );
@@ -131,9 +130,12 @@ export function Waits({ session, params }: { session: Session; params: URLSearch
             </tbody>
           </table>
           <nav className="row" aria-label="Pages">
-            {cursor ? <Link to={paths.waits(query(filter))}>First page</Link> : null}
+            {cursor ? <Link to={paths.waits(query({ ...filter, limit: params.get("limit") }))}>First page</Link> : null}
             {data.nextCursor ? (
-              <Link to={paths.waits(query({ ...filter, cursor: data.nextCursor }))} rel="next">
+              <Link
+                to={paths.waits(query({ ...filter, limit: params.get("limit"), cursor: data.nextCursor }))}
+                rel="next"
+              >
                 Next page
               </Link>
             ) : (
