@@ -240,4 +240,38 @@ describe("console (headless Chromium, real server and Redis)", () => {
     expect((await client(server.url).get("/console/api/overview")).status).toBe(401);
     await page.close();
   });
+
+  it("works from the keyboard alone, with a visible focus", async () => {
+    const page = await newPage();
+    await page.goto(`${server.url}/console/`);
+    const focused = () =>
+      page.evaluate(() => {
+        const el = document.activeElement as HTMLElement;
+        const style = getComputedStyle(el);
+        return { tag: el.tagName, name: el.getAttribute("name"), text: el.textContent, outline: style.outlineStyle };
+      });
+    await page.keyboard.press("Tab");
+    expect(await focused()).toMatchObject({ tag: "INPUT", name: "token", outline: "solid" });
+    await page.keyboard.type(ADMIN);
+    await page.keyboard.press("Enter");
+    await page.getByTestId("identity").waitFor();
+    await page.keyboard.press("Tab");
+    expect(await focused()).toMatchObject({ tag: "A", text: "Skip to content", outline: "solid" });
+    await page.keyboard.press("Tab");
+    expect(await focused()).toMatchObject({ tag: "A", text: "Overview" });
+    await page.keyboard.press("Tab");
+    expect(await focused()).toMatchObject({ tag: "A", text: "Waits", outline: "solid" });
+    await page.keyboard.press("Enter");
+    await page.getByRole("heading", { name: "Waits", level: 1 }).waitFor();
+    expect(new URL(page.url()).pathname).toBe("/console/waits");
+    // every form control of the page has an accessible name
+    const unnamed = await page.evaluate(
+      () =>
+        [...document.querySelectorAll("input, select, textarea, button")].filter(
+          (el) => !(el as HTMLInputElement).labels?.length && !el.getAttribute("aria-label") && !el.textContent?.trim(),
+        ).length,
+    );
+    expect(unnamed).toBe(0);
+    await page.close();
+  });
 });
