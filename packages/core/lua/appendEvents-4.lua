@@ -20,9 +20,9 @@
                      key, occurredAt, raw payload JSON, buffer retention in ms); this
                      script completes it with sid, at and st, so it does no JSON work
 
-  Returns one reply per event, in order:
-    { CREATED, streamId }   appended now
-    { EXISTS, record }      appended before: the stored event record (JSON)
+  Returns two values per event, in order (a flat list):
+    CREATED, streamId       appended now
+    EXISTS, record          appended before: the stored event record (JSON)
 ]]
 --@include "common"
 
@@ -40,7 +40,8 @@ for i = 3, #ARGV, 3 do
   local field = "e:" .. eventKey
   local existing = redis.call("HGET", eventsKey, field)
   if existing then
-    replies[#replies + 1] = { C_EXISTS, existing }
+    replies[#replies + 1] = C_EXISTS
+    replies[#replies + 1] = existing
   else
     local sid = redis.call("XADD", streamKey, idArg, "k", eventKey)
     local ms = string.match(sid, "^(%d+)")
@@ -48,7 +49,8 @@ for i = 3, #ARGV, 3 do
     redis.call("ZADD", inflightKey, 0, mk .. padId(sid) .. eventKey)
     written[#written + 1] = #eventKey .. ":" .. eventKey
     lastMs = tonumber(ms)
-    replies[#replies + 1] = { C_CREATED, sid }
+    replies[#replies + 1] = C_CREATED
+    replies[#replies + 1] = sid
   end
 end
 if #written > 0 then

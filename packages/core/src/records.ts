@@ -95,8 +95,15 @@ const EVENT_STATUS: Record<RawEvent["st"], EventStatus> = {
 
 /** ISO-8601 UTC with milliseconds. */
 export function iso(ms: number): string {
-  return new Date(ms).toISOString();
+  // events of one batch share their milliseconds: reuse the last answer
+  if (ms !== lastIsoMs) {
+    lastIsoMs = ms;
+    lastIso = new Date(ms).toISOString();
+  }
+  return lastIso;
 }
+let lastIsoMs = Number.NaN;
+let lastIso = "";
 
 function parseObject(raw: string | undefined): Record<string, unknown> | null {
   return raw === undefined || raw === "" ? null : (JSON.parse(raw) as Record<string, unknown>);

@@ -188,6 +188,8 @@ export class Store {
     indices: number[],
     partitionOf: (i: number) => PartitionKeys,
     call: (k: PartitionKeys, members: number[]) => ScriptCall,
+    /** values per item in the script's flat reply (2: the item's reply is a pair) */
+    width: 1 | 2 = 1,
   ): Promise<Map<number, unknown>> {
     const groups = new Map<PartitionKeys, number[]>();
     for (const i of indices) {
@@ -208,11 +210,11 @@ export class Store {
     entries.forEach(([, members], g) => {
       const [err, value] = results[g] ?? [null, null];
       if (err) throw err;
-      if (!Array.isArray(value) || value.length !== members.length) {
+      if (!Array.isArray(value) || value.length !== members.length * width) {
         throw new RendezvousError("internal", `${calls[g]?.script}: malformed batch reply`);
       }
       members.forEach((i, j) => {
-        out.set(i, value[j]);
+        out.set(i, width === 1 ? value[j] : [value[2 * j], value[2 * j + 1]]);
       });
     });
     return out;
@@ -234,14 +236,13 @@ export class Store {
       const eventKey = this.keys.eventKey(tenant, producer, e.id);
       const matchKey = this.keys.matchKey(tenant, e.type, e.correlationId);
       const matchPartition = this.keys.place(matchKey);
-      const content = canonicalJson({
-        type: e.type,
-        correlationId: e.correlationId,
-        occurredAt: e.occurredAt,
-        payload: e.payload,
-      });
+      // The payload is kept in canonical form (sorted keys, as a JSON column of a
+      // database would): one serialization serves the content hash and the record.
+      const payloadJson = e.payload === undefined ? undefined : canonicalJson(e.payload);
+      const content = canonicalContent(e, payloadJson);
       return {
         input: e,
+        payloadJson,
         eventKey,
         matchKey,
         eventPartition: this.keys.partition(this.keys.place(eventKey)),
@@ -290,21 +291,15 @@ export class Store {
           const e = it.input;
           const retention = retentionFor(this.config as Config, e.type);
           keepMs = Math.max(keepMs, retention);
-          const record = JSON.stringify({
-            t: tenant,
-            pr: producer,
-            id: e.id,
-            ty: e.type,
-            c: e.correlationId,
-            mk: it.matchKey,
-            oa: e.occurredAt,
-            pl: e.payload === undefined ? undefined : JSON.stringify(e.payload),
-            rt: retention,
-          });
-          return { eventKey: it.eventKey, matchKey: it.matchKey, head: record.slice(0, -1) };
+          return {
+            eventKey: it.eventKey,
+            matchKey: it.matchKey,
+            head: eventRecordHead(tenant, producer, it, retention),
+          };
         });
         return appendEventsArgs(k, { keepMs, now, events });
       },
+      2,
     );
     failpoint("ingest.after-append");
 
@@ -744,4 +739,36 @@ export class Store {
     const replies = await this.runAll(partitions.map((p) => expireRecordsArgs(this.keys.partition(p), { limit, now })));
     return replies.map(([, handled, more]) => ({ handled: Number(handled), more: more === 1 }));
   }
+}
+
+/**
+ * The event record JSON {t, pr, id, ty, c, mk, oa?, pl?, rt} without its closing brace:
+ * appendEvents completes it with the stream id, so no script decodes or encodes it.
+ * The payload is kept as canonical JSON text (`pl`).
+ */
+function eventRecordHead(
+  tenant: string,
+  producer: string,
+  item: { input: EventInput; matchKey: string; payloadJson: string | undefined },
+  retention: number,
+): string {
+  const e = item.input;
+  const j = JSON.stringify;
+  let head = `{"t":${j(tenant)},"pr":${j(producer)},"id":${j(e.id)},"ty":${j(e.type)},"c":${j(e.correlationId)},"mk":${j(item.matchKey)}`;
+  if (e.occurredAt !== undefined) head += `,"oa":${j(e.occurredAt)}`;
+  if (item.payloadJson !== undefined) head += `,"pl":${j(item.payloadJson)}`;
+  return `${head},"rt":${retention}`;
+}
+
+/**
+ * Canonical JSON (RFC 8785) of {type, correlationId, occurredAt?, payload?}, the
+ * content that dedup compares, built around the already canonical payload text
+ * (the same text `canonicalJson` gives for the whole object: keys in sorted order).
+ */
+function canonicalContent(e: EventInput, payloadJson: string | undefined): string {
+  const j = JSON.stringify;
+  let out = `{"correlationId":${j(e.correlationId)}`;
+  if (e.occurredAt !== undefined) out += `,"occurredAt":${j(e.occurredAt)}`;
+  if (payloadJson !== undefined) out += `,"payload":${payloadJson}`;
+  return `${out},"type":${j(e.type)}}`;
 }

@@ -1,5 +1,6 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { isRendezvousError } from "../src/index.js";
+import { canonicalJson, digest, isRendezvousError } from "../src/index.js";
 import { event, ingestOne, makeStore, matchOne } from "./helpers.js";
 
 describe("ingest: dedup and append", () => {
@@ -33,6 +34,37 @@ describe("ingest: dedup and append", () => {
       const len = await h.redis.xlen(h.store.keys.partition(p).stream);
       expect(len).toBe(p === h.store.keys.matchPartition("acme", "job.done", "job-1") ? 1 : 0);
     }
+  });
+
+  it("the dedup hash is the RFC 8785 canonical JSON of the content; the stored payload is its canonical text", async () => {
+    const h = makeStore();
+    let n = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.dictionary(fc.string(), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 6 }),
+        fc.option(fc.constant("2026-11-29T13:34:41.123Z"), { nil: undefined }),
+        async (payload, occurredAt) => {
+          const e = event(`p${n++}`, "job-1", { payload, ...(occurredAt ? { occurredAt } : {}) });
+          const [r] = await h.store.ingest("acme", "svc", [e]);
+          expect(r?.status).toBe("accepted");
+          const ek = h.store.keys.eventKey("acme", "svc", e.id);
+          const ep = h.store.keys.partition(h.store.keys.eventPartition("acme", "svc", e.id));
+          const content = {
+            type: e.type,
+            correlationId: e.correlationId,
+            occurredAt: e.occurredAt,
+            payload: e.payload,
+          };
+          const claim = String(await h.redis.hget(ep.events, `d:${ek}`));
+          expect(claim.split("|")[0]).toBe(digest(canonicalJson(content), 22));
+          const mp = h.store.keys.partition(h.store.keys.matchPartition("acme", e.type, e.correlationId));
+          const record = JSON.parse(String(await h.redis.hget(mp.events, `e:${ek}`)));
+          expect(record.pl).toBe(canonicalJson(payload));
+          expect(JSON.parse(record.pl)).toEqual(JSON.parse(JSON.stringify(payload)));
+        },
+      ),
+      { numRuns: 60, seed: 7 },
+    );
   });
 
   it("dedup is per producer and per tenant", async () => {

@@ -90,12 +90,14 @@ export class IngestSystem {
         refusals.push(s);
       }
     });
+    let accepted = 0;
+    let duplicate = 0;
     valid.forEach(({ i, event }, j) => {
       const r = stored[j];
       if (!r) throw new Error("store.ingest answered fewer results than events");
       outcomes[i] = r;
-      if (r.status === "accepted") metrics.eventsAccepted.inc({ tenant });
-      else if (r.status === "duplicate") metrics.eventsDuplicate.inc({ tenant });
+      if (r.status === "accepted") accepted++;
+      else if (r.status === "duplicate") duplicate++;
       else {
         refusals.push({
           error: r.error,
@@ -104,6 +106,8 @@ export class IngestSystem {
         });
       }
     });
+    if (accepted > 0) metrics.eventsAccepted.inc({ tenant }, accepted);
+    if (duplicate > 0) metrics.eventsDuplicate.inc({ tenant }, duplicate);
     await this.#remember(producer, refusals);
     return outcomes;
   }
