@@ -3,7 +3,7 @@
  * playwright-core (never a downloaded browser), a fresh profile directory per
  * launch.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { consoleBuilt } from "@rendezvous/console";
@@ -22,6 +22,11 @@ export interface Browser {
 }
 
 export async function launchBrowser(): Promise<Browser> {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(
+      `no Chromium at ${CHROMIUM}: apt-get install -y chromium (or set CHROMIUM_PATH); .ci/run installs it`,
+    );
+  }
   const profile = mkdtempSync(join(tmpdir(), "rdv-chromium-"));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,

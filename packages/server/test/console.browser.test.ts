@@ -244,12 +244,12 @@ describe("console (headless Chromium, real server and Redis)", () => {
   it("works from the keyboard alone, with a visible focus", async () => {
     const page = await newPage();
     await page.goto(`${server.url}/console/`);
+    // (browser-side code as text: the server's tsconfig has no DOM types)
     const focused = () =>
-      page.evaluate(() => {
-        const el = document.activeElement as HTMLElement;
-        const style = getComputedStyle(el);
-        return { tag: el.tagName, name: el.getAttribute("name"), text: el.textContent, outline: style.outlineStyle };
-      });
+      page.evaluate<{ tag: string; name: string | null; text: string | null; outline: string }>(`(() => {
+        const el = document.activeElement;
+        return { tag: el.tagName, name: el.getAttribute("name"), text: el.textContent, outline: getComputedStyle(el).outlineStyle };
+      })()`);
     await page.keyboard.press("Tab");
     expect(await focused()).toMatchObject({ tag: "INPUT", name: "token", outline: "solid" });
     await page.keyboard.type(ADMIN);
@@ -265,12 +265,10 @@ describe("console (headless Chromium, real server and Redis)", () => {
     await page.getByRole("heading", { name: "Waits", level: 1 }).waitFor();
     expect(new URL(page.url()).pathname).toBe("/console/waits");
     // every form control of the page has an accessible name
-    const unnamed = await page.evaluate(
-      () =>
-        [...document.querySelectorAll("input, select, textarea, button")].filter(
-          (el) => !(el as HTMLInputElement).labels?.length && !el.getAttribute("aria-label") && !el.textContent?.trim(),
-        ).length,
-    );
+    const unnamed =
+      await page.evaluate<number>(`[...document.querySelectorAll("input, select, textarea, button")].filter(
+      (el) => !el.labels?.length && !el.getAttribute("aria-label") && !el.textContent.trim(),
+    ).length`);
     expect(unnamed).toBe(0);
     await page.close();
   });
