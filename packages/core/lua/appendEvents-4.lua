@@ -9,7 +9,8 @@
   KEYS[2] events    {p}:e   hash; field "e:<eventKey>" holds the event record
   KEYS[3] inflight  {p}:if  lex zset "<mk><padded id><eventKey>": appended, not yet matched
   KEYS[4] expiry    {p}:x   zset; one member per call for the records it wrote,
-                            "E:" .. "<len>:<eventKey>"..., scored by their expiry time
+                            "E:" .. eventKey1 .. eventKey2 ... (encoded event keys are
+                            self-delimiting), scored by their expiry time
 
   ARGV[1] keepMs     how long the event records are kept (the dedup window)
   ARGV[2] now        "" = Redis TIME and auto stream ids; tests may fix the time,
@@ -47,7 +48,7 @@ for i = 3, #ARGV, 3 do
     local ms = string.match(sid, "^(%d+)")
     redis.call("HSET", eventsKey, field, head .. ',"sid":"' .. sid .. '","at":' .. ms .. ',"st":"p"}')
     redis.call("ZADD", inflightKey, 0, mk .. padId(sid) .. eventKey)
-    written[#written + 1] = #eventKey .. ":" .. eventKey
+    written[#written + 1] = eventKey
     lastMs = tonumber(ms)
     replies[#replies + 1] = C_CREATED
     replies[#replies + 1] = sid

@@ -7,7 +7,8 @@
 
   KEYS[1] events    {p}:e  hash; field "d:<eventKey>" holds the dedup record
   KEYS[2] expiry    {p}:x  zset; one member per call for the keys it claimed,
-                           "D:" .. "<len>:<eventKey>"..., scored by their expiry time
+                           "D:" .. eventKey1 .. eventKey2 ... (encoded event keys are
+                           self-delimiting), scored by their expiry time
 
   ARGV[1] windowMs       dedup window
   ARGV[2] now            "" = Redis TIME (tests may fix it)
@@ -32,7 +33,7 @@ for i = 3, #ARGV, 2 do
   local eventKey, record = ARGV[i], ARGV[i + 1]
   local field = "d:" .. eventKey
   if redis.call("HSETNX", eventsKey, field, record) == 1 then
-    claimed[#claimed + 1] = #eventKey .. ":" .. eventKey
+    claimed[#claimed + 1] = eventKey
     replies[#replies + 1] = C_CREATED
   else
     local existing = redis.call("HGET", eventsKey, field)

@@ -5,8 +5,9 @@
     "e:<eventKey>"  an event record past the dedup window (and its in-flight entry if it
                     was never matched, so it cannot hold back a timeout forever)
     "d:<eventKey>"  a dedup record past the dedup window
-    "E:<len>:<eventKey>..." / "D:<len>:<eventKey>..."  the same for the event or
-                    dedup records one ingest call wrote (one member per call)
+    "E:<eventKey><eventKey>..." / "D:<eventKey>..."  the same for the event or
+                    dedup records one ingest call wrote (one member per call; an
+                    encoded event key is three length-prefixed parts, self-delimiting)
     "b:<eventKey>"  a buffered event past its retention: it leaves the inbox and
                     drops its payload; `buffered` becomes `expired` (`late` stays)
     "j:<matchKey>"  the refusals recorded for a match key
@@ -40,14 +41,13 @@ local function expireEvent(eventKey)
   redis.call("HDEL", eventsKey, field)
 end
 
--- Calls fn(eventKey) for each "<len>:<eventKey>" part of a group member's body.
+-- Calls fn(eventKey) for each encoded event key of a group member's body.
 local function eachPart(body, fn)
   local pos = 1
   while pos <= #body do
-    local colon = string.find(body, ":", pos, true)
-    local len = tonumber(string.sub(body, pos, colon - 1))
-    fn(string.sub(body, colon + 1, colon + len))
-    pos = colon + 1 + len
+    local after = skipParts(body, 3, pos)
+    fn(string.sub(body, pos, after - 1))
+    pos = after
   end
 end
 

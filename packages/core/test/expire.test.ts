@@ -43,6 +43,26 @@ describe("expire", () => {
     expect(again.result.status).toBe("accepted");
   });
 
+  it("forgets every record of a batch (one grouped expiry entry per script call), whatever the ids hold", async () => {
+    const h = makeStore({ partitions: 1, retentionMs: 1000, dedupWindowMs: 2000 });
+    const k = h.store.keys.partition(0);
+    const ids = ["a:1", "5:x", "ü:ß:🙂", "", "plain"].map((s, i) => `${s}${i}`);
+    const results = await h.store.ingest(
+      "acme",
+      "svc",
+      ids.map((id, i) => event(id, `j${i}`)),
+    );
+    expect(results.map((r) => r.status)).toEqual(ids.map(() => "accepted"));
+    expect(await h.redis.zcard(k.expiry)).toBe(2); // one "D:" and one "E:" member
+    expect(await h.redis.hlen(k.events)).toBe(2 * ids.length);
+    h.tick(2001);
+    expect((await h.store.expire(0)).handled).toBe(2);
+    expect(await h.redis.hlen(k.events)).toBe(0);
+    expect(await h.redis.zcard(k.expiry)).toBe(0);
+    expect(await h.redis.zcard(k.inflight)).toBe(0); // never matched: the in-flight entries go too
+    for (const id of ids) expect(await h.store.getEvent("acme", "svc", id)).toBeNull();
+  });
+
   it("reads a buffered event past retention as expired before the sweeper ran, and does not match it", async () => {
     const h = makeStore({ partitions: 1, retentionMs: 1000 });
     await matchOne(h, await ingestOne(h, event("b1", "j1")));

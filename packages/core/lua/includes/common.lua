@@ -32,10 +32,12 @@ local function idMs(sid)
   return tonumber(string.match(sid, "^(%d+)"))
 end
 
--- Fixed-width form of a stream id so that lexical order is id order.
+-- Fixed-width form of a stream id so that lexical order is id order:
+-- "%015d-%010d" of its two numbers, built without number conversions.
 local function padId(sid)
-  local ms, seq = string.match(sid, "^(%d+)-(%d+)$")
-  return string.format("%015d-%010d", tonumber(ms), tonumber(seq))
+  local dash = string.find(sid, "-", 1, true)
+  local ms, seq = string.sub(sid, 1, dash - 1), string.sub(sid, dash + 1)
+  return string.rep("0", 15 - #ms) .. ms .. "-" .. string.rep("0", 10 - #seq) .. seq
 end
 
 -- Fixed-width form of a time, comparable with padId() output.
@@ -43,9 +45,10 @@ local function padMs(ms)
   return string.format("%015d", ms)
 end
 
--- Position just after the first n length-prefixed parts ("<len>:<bytes>") of s.
-local function skipParts(s, n)
-  local pos = 1
+-- Position just after the first n length-prefixed parts ("<len>:<bytes>") of s
+-- that start at `from` (default 1).
+local function skipParts(s, n, from)
+  local pos = from or 1
   for _ = 1, n do
     local colon = string.find(s, ":", pos, true)
     local len = tonumber(string.sub(s, pos, colon - 1))
