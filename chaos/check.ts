@@ -264,10 +264,11 @@ export async function check(opts: CheckOptions): Promise<CheckResult> {
         evidence: timeline(),
       });
     }
-    const settledSeen = w.observations.find((o) => o.state !== "waiting");
+    // a later read (one sent after a settled state was seen) must show that same state
+    const settledSeen = w.observations.filter((o) => o.state !== "waiting").sort((a, b) => a.at - b.at)[0];
     const changed = settledSeen
       ? [
-          ...w.observations.filter((o) => o.at >= settledSeen.at),
+          ...w.observations.filter((o) => (o.start ?? o.at) > settledSeen.at),
           { at: opts.now, state: rec.state, source: "final" },
         ].find((o) => o.state !== settledSeen.state)
       : undefined;

@@ -75,6 +75,8 @@ export function formatReport(r: ChaosReport, maxEvidence = 5): string {
     ),
   );
   out.push(row("redis restarts (from AOF)", r.faults.redisRestarts));
+  const own = (r.settings.unexpectedExits as unknown[] | undefined) ?? [];
+  out.push(row("roles that died on their own", own.length ? JSON.stringify(own) : 0));
   out.push("");
   out.push("waits");
   out.push(row("registered", c.waits.registered));

@@ -46,6 +46,8 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const stamp = new Date().toISOString().replace(/[:.]/g, "-");
 const REPORT = resolve(value("report") ?? join(root, "chaos", "results", `${stamp}-${SOAK ? "soak" : "chaos"}.json`));
 const KEEP = argv.includes("--keep");
+/** breaks two things on purpose before the check, to show the checker catching them (exit 1) */
+const SABOTAGE = argv.includes("--sabotage");
 
 function mulberry32(seed: number): () => number {
   let a = seed >>> 0;
@@ -239,6 +241,7 @@ async function main(): Promise<number> {
     await supervisor;
     await workload.closeWorkers();
 
+    if (SABOTAGE) await sabotage(res, workload);
     say("checking invariants");
     const now = Date.now();
     const { counts, violations } = await check({
@@ -291,6 +294,27 @@ async function main(): Promise<number> {
     else say(`kept ${dir} (Redis AOF and role logs)`);
   }
   return exitCode;
+}
+
+/**
+ * `--sabotage`: removes the continuation job of one settled wait (a lost continuation) and
+ * records a second first-claimer for another (as a broken `consume` would answer).
+ */
+async function sabotage(res: ReturnType<typeof createResources>, workload: Workload): Promise<void> {
+  const settled = workload.log.waits.filter((w) => w.id && w.observations.some((o) => o.state !== "waiting"));
+  const [a, b] = settled;
+  if (!a || !b) return;
+  const queue = new Queue(`continuations.${TENANT}`, {
+    connection: res.connect("chaos-sabotage"),
+    prefix: res.queuePrefix,
+  });
+  try {
+    await queue.remove(a.id);
+  } finally {
+    await queue.close();
+  }
+  b.grants.push({ by: "saboteur", at: Date.now(), via: "consume" });
+  say(`sabotage: removed the continuation job of ${a.id}, a second first grant on ${b.id}`);
 }
 
 /** Waits until no known wait is overdue and no continuation is queued or running (at most 60 s). */

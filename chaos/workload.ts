@@ -68,7 +68,10 @@ export interface EventLog {
 }
 
 export interface Observation {
+  /** when the answer came (ms) */
   at: number;
+  /** when the answered request was sent: the state was read between start and at */
+  start?: number;
   state: string;
   source: string;
 }
@@ -331,7 +334,12 @@ export class Workload {
       log.id = w.id;
       log.createdAt = w.createdAt;
       log.deadline = w.deadline;
-      log.observations.push({ at: Date.now(), state: w.state, source: `register:${r.status}` });
+      log.observations.push({
+        at: Date.now(),
+        start: r.attempts.at(-1)?.at,
+        state: w.state,
+        source: `register:${r.status}`,
+      });
       this.#waitsById.set(w.id, log);
     }
     this.log.waits.push(log);
@@ -344,7 +352,7 @@ export class Workload {
       headers: { authorization: `Bearer ${HOST_KEY}` },
     });
     if (r.status !== 200) return undefined;
-    log.observations.push({ at: Date.now(), state: r.body.wait.state, source });
+    log.observations.push({ at: Date.now(), start: r.attempts.at(-1)?.at, state: r.body.wait.state, source });
     return r.body.wait.state as string;
   }
 
@@ -370,7 +378,12 @@ export class Workload {
           json: { worker: name },
         });
         if (r.status !== 200) return;
-        log.observations.push({ at: Date.now(), state: r.body.wait.state, source: `consume:${name}` });
+        log.observations.push({
+          at: Date.now(),
+          start: r.attempts.at(-1)?.at,
+          state: r.body.wait.state,
+          source: `consume:${name}`,
+        });
         // a retried consume whose first answer was lost reads first=false, by=me: that grant was mine
         if (r.body.first || (r.attempts.length > 1 && r.body.consumption?.by === name)) {
           log.grants.push({ by: name, at: Date.now(), via: "consume" });
@@ -425,7 +438,14 @@ export class Workload {
             headers: { authorization: `Bearer ${HOST_KEY}` },
           });
           w.cancelStatus = r.status;
-          if (r.status === 200) w.observations.push({ at: Date.now(), state: r.body.wait.state, source: "cancel:200" });
+          if (r.status === 200) {
+            w.observations.push({
+              at: Date.now(),
+              start: r.attempts.at(-1)?.at,
+              state: r.body.wait.state,
+              source: "cancel:200",
+            });
+          }
         }
         if (this.#chance(0.5)) await this.#event(i, corr);
         await this.#settle(w, 30_000);
