@@ -71,5 +71,5 @@ if what == "job_attached" then
   wait["j"] = entry["j"]
 end
 pushHistory(wait, entry)
-saveJson(waitsKey, waitId, wait)
+saveWait(waitsKey, waitId, wait)
 return { C_OK, cjson.encode(wait) }

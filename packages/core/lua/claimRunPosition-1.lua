@@ -6,8 +6,10 @@
   KEYS[1] runs      {p}:r  lex zset "<run position><wait><defHash>"
 
   ARGV[1] runPosition    run digest + position digest (fixed length, so prefix-free)
-  ARGV[2] wait           what names the wait with the run position (its partition)
-  ARGV[3] defHash        hash of the definition (type, correlation id, timeout/deadline, since)
+  ARGV[2] wait           what names the wait with the run position (its partition's
+                         fixed-width tag)
+  ARGV[3] defHash        hash of the definition (type, correlation id, timeout/deadline,
+                         since), fixed length
 
   Returns
     { CREATED, wait }      claimed now
@@ -22,11 +24,11 @@ local runPosition, wait, defHash = ARGV[1], ARGV[2], ARGV[3]
 local found = redis.call("ZRANGEBYLEX", runsKey, "[" .. runPosition, "(" .. runPosition .. "\255", "LIMIT", 0, 1)
 if found[1] then
   local rest = string.sub(found[1], #runPosition + 1)
-  local existing, existingHash = string.match(rest, "^([^|]*)|(.*)$")
+  local existing, existingHash = string.sub(rest, 1, #wait), string.sub(rest, #wait + 1)
   if existingHash == defHash then
     return { C_EXISTS, existing }
   end
   return { C_CONFLICT, existing }
 end
-redis.call("ZADD", runsKey, 0, runPosition .. wait .. "|" .. defHash)
+redis.call("ZADD", runsKey, 0, runPosition .. wait .. defHash)
 return { C_CREATED, wait }

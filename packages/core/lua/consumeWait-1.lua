@@ -33,5 +33,5 @@ if wait["con"] ~= nil then
 end
 wait["con"] = { by = worker, at = now }
 pushHistory(wait, { at = now, w = "consumed", by = worker })
-saveJson(waitsKey, waitId, wait)
+saveWait(waitsKey, waitId, wait)
 return { C_OK, 1, cjson.encode(wait) }

@@ -23,7 +23,7 @@ local ids = {}
 local members = redis.call("ZRANGEBYLEX", waitingKey, "[" .. prefix, "(" .. prefix .. "\255", "LIMIT", 0, limit)
 for _, member in ipairs(members) do
   local waitId = string.sub(member, skipParts(member, parts))
-  local wait = loadJson(waitsKey, waitId)
+  local wait = loadWait(waitsKey, waitId)
   if wait ~= nil and wait["s"] == "w" and (wait["dl"] == nil or now <= wait["dl"]) then
     ids[#ids + 1] = waitId
   end

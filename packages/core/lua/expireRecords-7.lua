@@ -63,7 +63,7 @@ for _, member in ipairs(due) do
   elseif kind == "D" then
     eachPart(rest, expireDedup)
   elseif kind == "w" then
-    local wait = loadJson(waitsKey, rest)
+    local wait = loadWait(waitsKey, rest)
     if wait ~= nil then
       redis.call("ZREM", doneKey, wait["mk"] .. rest)
       redis.call("HDEL", waitsKey, rest)

@@ -70,7 +70,7 @@ local function noteLate(waitId, wait)
   wait["late"] = wait["late"] or {}
   wait["late"][#wait["late"] + 1] = ref
   pushHistory(wait, { at = now, w = "late_event", ev = ref })
-  saveJson(keys.waits, waitId, wait)
+  saveWait(keys.waits, waitId, wait)
   late[#late + 1] = waitId
 end
 
@@ -85,7 +85,7 @@ while #matched < fanoutCap do
       break
     end
     local waitId = string.sub(member, #mk + 1)
-    local wait = loadJson(keys.waits, waitId)
+    local wait = loadWait(keys.waits, waitId)
     if wait ~= nil and wait["s"] == "w" and at >= (wait["sn"] or 0) then
       if wait["dl"] ~= nil and at > wait["dl"] then
         noteLate(waitId, wait)
@@ -105,7 +105,7 @@ end
 local members = redis.call("ZRANGEBYLEX", keys.done, "[" .. mk, "(" .. mk .. "\255", "LIMIT", 0, fanoutCap)
 for _, member in ipairs(members) do
   local waitId = string.sub(member, #mk + 1)
-  local wait = loadJson(keys.waits, waitId)
+  local wait = loadWait(keys.waits, waitId)
   -- settled before, not by this very event
   if wait ~= nil and wait["s"] ~= "w" and not (wait["res"]["ev"] and wait["res"]["ev"]["sid"] == streamId)
      and at >= (wait["sn"] or 0) then

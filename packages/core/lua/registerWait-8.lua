@@ -81,7 +81,7 @@ for _, member in ipairs(candidates) do
   end
 end
 
-saveJson(keys.waits, waitId, wait)
+saveWait(keys.waits, waitId, wait)
 redis.call("ZADD", keys.waiting, 0, mk .. waitId)
 if deadline ~= nil then
   redis.call("ZADD", keys.deadlines, deadline, waitId)

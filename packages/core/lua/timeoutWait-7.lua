@@ -37,7 +37,7 @@ local raw = redis.call("HGET", keys.waits, waitId)
 if not raw then
   return { C_NOT_FOUND }
 end
-local wait = cjson.decode(raw)
+local wait = decodeWait(raw)
 if wait["s"] ~= "w" then
   return { C_NOT_WAITING, raw }
 end

@@ -118,6 +118,7 @@ export async function listWaits(
       if (filter.state !== undefined && w.state !== filter.state) continue;
       if (filter.eventType !== undefined && w.eventType !== filter.eventType) continue;
       if (filter.correlationId !== undefined && w.correlationId !== filter.correlationId) continue;
+      if (filter.runId !== undefined && w.runId !== filter.runId) continue; // run digests are short
       waits.push(w);
       if (waits.length >= opts.limit) break;
     }

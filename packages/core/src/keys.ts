@@ -25,7 +25,10 @@ export interface PartitionKeys {
   readonly events: string;
   /** zset of records to remove, scored by time */
   readonly expiry: string;
-  /** lex zset "<run digest 12><position digest 16><partition>|<defHash>" (run index) */
+  /**
+   * lex zset "<run digest 4><position digest 16><partition tag 3><defHash 5>" (run index):
+   * 28 characters, so each member takes jemalloc's 32-byte class
+   */
   readonly runs: string;
   /** capped list of refused events (for `explain`) */
   readonly rejected: string;
@@ -37,6 +40,18 @@ export const MATCHER_GROUP = "matchers";
 export const DISPATCHER_GROUP = "dispatchers";
 
 const WAIT_ID = /^w(\d{1,5})\.([A-Za-z0-9_-]{16})$/;
+
+const TAG = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/** A partition (< 2^18) as 3 base64url characters: the fixed-width tag in run-index members. */
+export function tagPartition(p: number): string {
+  return (TAG[(p >> 12) & 63] as string) + (TAG[(p >> 6) & 63] as string) + (TAG[p & 63] as string);
+}
+
+/** Inverse of {@link tagPartition}. */
+export function untagPartition(tag: string): number {
+  return (TAG.indexOf(tag[0] ?? "") << 12) | (TAG.indexOf(tag[1] ?? "") << 6) | TAG.indexOf(tag[2] ?? "");
+}
 
 /**
  * The one owner of every key name. Partition of a match key, a run key or an
@@ -116,9 +131,12 @@ export class KeyLayout {
     return this.place(this.eventKey(tenant, producer, eventId));
   }
 
-  /** Digest of a run (tenant, runId): the prefix of its run-index members (12 chars). */
+  /**
+   * Digest of a run (tenant, runId): the prefix of its run-index members (4 chars). Short:
+   * it only narrows a listing by run, which checks each wait's run id.
+   */
   runDigest(tenant: string, runId: string): string {
-    return digest(encodeParts(tenant, runId), 12);
+    return digest(encodeParts(tenant, runId), 4);
   }
 
   /** Digest of a run position (tenant, runId, position): the body of its wait id (16 chars). */
@@ -127,7 +145,7 @@ export class KeyLayout {
   }
 
   /**
-   * A run position's key in the run index: run digest + position digest, 28 chars.
+   * A run position's key in the run index: run digest + position digest, 20 chars.
    * Fixed length, so a lexical range over it selects exactly one run position, and a
    * range over the run digest lists the positions of one run.
    */
@@ -145,10 +163,9 @@ export class KeyLayout {
     return `w${partition}.${this.positionDigest(tenant, runId, position)}`;
   }
 
-  /** The wait id a run-index member names ("<run digest><position digest><partition>|<hash>"). */
+  /** The wait id a run-index member (or a run position + partition tag) names. */
   waitIdOfRunMember(member: string): string {
-    const partition = member.slice(28, member.indexOf("|", 28));
-    return `w${partition}.${member.slice(12, 28)}`;
+    return `w${untagPartition(member.slice(20, 23))}.${member.slice(4, 20)}`;
   }
 
   /** The partition a wait id names, or null for an id that is malformed or out of range. */

@@ -78,6 +78,36 @@ export function dedupMatchPartition(raw: string): number {
   return Number(raw.slice(raw.lastIndexOf("|") + 1));
 }
 
+/**
+ * A stored wait record: JSON, or the compact text of a plain waiting wait
+ * ("<len>:<mk><len>:<r><len>:<p><ca>,<dl>,<sn>", lengths in bytes; see decodeWait in
+ * lua/includes/common.lua).
+ */
+export function parseWaitRecord(raw: string): RawWait {
+  if (raw.startsWith("{")) return JSON.parse(raw) as RawWait;
+  const buf = Buffer.from(raw);
+  const parts: string[] = [];
+  let pos = 0;
+  for (let i = 0; i < 3; i++) {
+    const colon = buf.indexOf(0x3a, pos);
+    const len = Number(buf.subarray(pos, colon).toString());
+    if (colon < 0 || !Number.isInteger(len)) throw new Error("malformed wait record");
+    parts.push(buf.subarray(colon + 1, colon + 1 + len).toString());
+    pos = colon + 1 + len;
+  }
+  const [ca = "", dl = "", sn = ""] = buf.subarray(pos).toString().split(",");
+  const wait: RawWait = {
+    mk: parts[0] as string,
+    r: parts[1] as string,
+    p: parts[2] as string,
+    s: "w",
+    ca: Number(ca),
+  };
+  if (dl !== "") wait.dl = Number(dl);
+  if (sn !== "") wait.sn = Number(sn);
+  return wait;
+}
+
 const STATES: Record<RawWait["s"], WaitState> = { w: "waiting", r: "resolved", t: "timed_out", c: "cancelled" };
 const KINDS: Record<NonNullable<RawWait["res"]>["k"], ResolutionKind> = {
   e: "event",

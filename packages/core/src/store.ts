@@ -10,11 +10,12 @@ import { type Config, retentionFor } from "./config.js";
 import { canonicalJson, digest, encodeParts } from "./encoding.js";
 import { RendezvousError } from "./errors.js";
 import { failpoint } from "./failpoints.js";
-import { KeyLayout, type PartitionKeys } from "./keys.js";
+import { KeyLayout, type PartitionKeys, tagPartition } from "./keys.js";
 import {
   dedupMatchPartition,
   dedupRecord,
   iso,
+  parseWaitRecord,
   type RawEvent,
   type RawWait,
   toEventRecord,
@@ -130,7 +131,7 @@ function asReply(value: unknown, script: string): Reply {
 }
 
 function parseWait(raw: unknown): RawWait {
-  return JSON.parse(String(raw)) as RawWait;
+  return parseWaitRecord(String(raw));
 }
 
 function toMs(isoTime: string | undefined): number | undefined {
@@ -452,20 +453,20 @@ export class Store {
         deadline: deadlineMs,
         since: sinceMs,
       }),
-      12,
+      5,
     );
     const runPosition = this.keys.runPosition(tenant, spec.runId, spec.position);
-    // the member stores the partition only: with the position digest it names the wait id
-    const [claim, claimedPartition] = await this.run(
+    // the member stores the partition only (tagged): with the position digest it names the wait id
+    const [claim, claimedTag] = await this.run(
       claimRunPositionArgs(this.keys.partition(this.keys.runPartition(tenant, spec.runId)), {
         runPosition,
-        waitId: String(partition),
+        waitId: tagPartition(partition),
         defHash,
       }),
     );
     if (claim === Code.CONFLICT) {
       throw new RendezvousError("wait_conflict", undefined, {
-        waitId: this.keys.waitIdOfRunMember(`${runPosition}${String(claimedPartition)}|`),
+        waitId: this.keys.waitIdOfRunMember(`${runPosition}${String(claimedTag)}`),
       });
     }
     const record = {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ensurePartitionCount, explainWait, isRendezvousError, listWaits, Store } from "../src/index.js";
+import { tagPartition, untagPartition } from "../src/keys.js";
 import { event, ingestOne, makeStore, matchOne } from "./helpers.js";
 
 const spec = (runId: string, position: string, correlationId: string, eventType = "job.done") => ({
@@ -10,6 +11,37 @@ const spec = (runId: string, position: string, correlationId: string, eventType 
 });
 
 describe("listWaits", () => {
+  it("lists a run's waits only, even when another run shares its (short) run digest", async () => {
+    const h = makeStore();
+    // find two run ids of one tenant whose 4-character run digests collide (birthday: a few thousand tries)
+    const seen = new Map<string, string>();
+    let pair: [string, string] | undefined;
+    for (let i = 0; !pair; i++) {
+      const runId = `run-${i}`;
+      const d = h.store.keys.runDigest("acme", runId);
+      const other = seen.get(d);
+      if (other) pair = [other, runId];
+      else seen.set(d, runId);
+    }
+    const [a, b] = pair;
+    for (const runId of [a, b, a]) {
+      await h.store.register("acme", {
+        runId,
+        position: `pos-${runId}-${Math.random()}`,
+        eventType: "job.done",
+        correlationId: "j1",
+      });
+    }
+    const listed = await listWaits(h.store, "acme", { runId: a }, { limit: 10 });
+    expect(listed.waits.map((w) => w.runId)).toEqual([a, a]);
+    expect((await listWaits(h.store, "acme", { runId: b }, { limit: 10 })).waits).toHaveLength(1);
+  });
+
+  it("tags partitions with three characters, both ways, up to the largest partition count", () => {
+    for (const p of [0, 1, 15, 63, 64, 4095, 4096, 16383]) expect(untagPartition(tagPartition(p))).toBe(p);
+    expect(tagPartition(16383)).toHaveLength(3);
+  });
+
   it("pages through a tenant's waits by run, by type, by match key and by state, without another tenant's", async () => {
     const h = makeStore({ partitions: 4 });
     const made: string[] = [];

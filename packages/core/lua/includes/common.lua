@@ -7,7 +7,8 @@
      9 OK
     -1 NOT_FOUND    -2 NOT_WAITING  -3 NOT_RESOLVED
 
-  Records are JSON (cjson) with short field names; see src/records.ts.
+  Records are JSON (cjson) with short field names, except the compact form of a
+  plain waiting wait (decodeWait); see src/records.ts.
   Wait states: w waiting, r resolved, t timed_out, c cancelled.
   Event states: p pending, m matched, b buffered, l late, x expired.
   Lex-ordered indexes hold "<encoded match key><suffix>"; an encoded match key
@@ -78,6 +79,61 @@ local function saveJson(hashKey, field, value)
   redis.call("HSET", hashKey, field, cjson.encode(value))
 end
 
+--[[
+  Wait records are JSON, except a wait that is `waiting` with nothing but its
+  registration fields, which is kept as compact text (about 35 bytes smaller: most
+  waits are such): the encoded parts (mk, r, p) then "<ca>,<dl>,<sn>" (dl and sn may
+  be empty). src/records.ts reads both forms.
+]]
+local WAIT_BASE = { mk = true, r = true, p = true, s = true, ca = true, dl = true, sn = true }
+
+local function decodeWait(raw)
+  if string.byte(raw, 1) == 123 then
+    return cjson.decode(raw)
+  end
+  local parts, pos = {}, 1
+  for i = 1, 3 do
+    local colon = string.find(raw, ":", pos, true)
+    local len = tonumber(string.sub(raw, pos, colon - 1))
+    parts[i] = string.sub(raw, colon + 1, colon + len)
+    pos = colon + 1 + len
+  end
+  local ca, dl, sn = string.match(raw, "^(%d+),(%d*),(%d*)$", pos)
+  return { s = "w", mk = parts[1], r = parts[2], p = parts[3], ca = tonumber(ca), dl = tonumber(dl), sn = tonumber(sn) }
+end
+
+local function intText(n)
+  if n == nil then
+    return ""
+  end
+  return string.format("%d", n)
+end
+
+local function encodeWait(wait)
+  if wait["s"] == "w" then
+    for k in pairs(wait) do
+      if not WAIT_BASE[k] then
+        return cjson.encode(wait)
+      end
+    end
+    local mk, r, p = wait["mk"], wait["r"], wait["p"]
+    return #mk .. ":" .. mk .. #r .. ":" .. r .. #p .. ":" .. p .. intText(wait["ca"]) .. "," .. intText(wait["dl"]) .. "," .. intText(wait["sn"])
+  end
+  return cjson.encode(wait)
+end
+
+local function loadWait(waitsKey, waitId)
+  local raw = redis.call("HGET", waitsKey, waitId)
+  if not raw then
+    return nil
+  end
+  return decodeWait(raw)
+end
+
+local function saveWait(waitsKey, waitId, wait)
+  redis.call("HSET", waitsKey, waitId, encodeWait(wait))
+end
+
 local function eventRef(ev)
   return { pr = ev["pr"], id = ev["id"], at = ev["at"], sid = ev["sid"] }
 end
@@ -91,7 +147,7 @@ local function settleWait(keys, waitId, wait, state, resolution, historyEntry, n
   wait["s"] = state
   wait["res"] = resolution
   pushHistory(wait, historyEntry)
-  saveJson(keys.waits, waitId, wait)
+  saveWait(keys.waits, waitId, wait)
   redis.call("ZREM", keys.waiting, wait["mk"] .. waitId)
   redis.call("ZADD", keys.done, 0, wait["mk"] .. waitId)
   redis.call("ZREM", keys.deadlines, waitId)
@@ -106,7 +162,7 @@ end
 
 -- The wait record, when it exists and belongs to the tenant.
 local function loadOwnWait(waitsKey, waitId, tenantPrefix)
-  local wait = loadJson(waitsKey, waitId)
+  local wait = loadWait(waitsKey, waitId)
   if wait == nil or not ownedBy(wait, tenantPrefix) then
     return nil
   end

@@ -1,0 +1,45 @@
+import { describe, expect, it } from "vitest";
+import { parseWaitRecord } from "../src/records.js";
+import { makeStore } from "./helpers.js";
+
+describe("wait records: compact while plainly waiting, JSON otherwise", () => {
+  it("stores a plain waiting wait as compact text and reads every field back, whatever the ids hold", async () => {
+    const h = makeStore();
+    const cases = [
+      { runId: "run-1", position: "step-3#1", correlationId: "ord_1", timeoutMs: 60_000 },
+      { runId: "r:ü:2", position: "p,1,2", correlationId: "c:3:🙂", since: "2026-11-29T13:34:41.123Z" },
+      { runId: "9:x", position: "{", correlationId: "}" },
+    ];
+    for (const c of cases) {
+      const { wait } = await h.store.register("acme", { eventType: "job.done", ...c });
+      const p = h.store.keys.waitPartition(wait.id) as number;
+      const raw = String(await h.redis.hget(h.store.keys.partition(p).waits, wait.id));
+      expect(raw.startsWith("{")).toBe(false);
+      expect(await h.store.getWait("acme", wait.id)).toEqual(wait);
+      expect(wait).toMatchObject({ runId: c.runId, position: c.position, correlationId: c.correlationId });
+      expect(wait.deadline === null).toBe(c.timeoutMs === undefined);
+      expect(wait.since).toBe(c.since ?? null);
+      const parsed = parseWaitRecord(raw);
+      expect(parsed).toMatchObject({ s: "w", r: c.runId, p: c.position });
+    }
+  });
+
+  it("turns to JSON once the wait carries more (a job id) or settles, and stays readable", async () => {
+    const h = makeStore();
+    const { wait } = await h.store.register("acme", {
+      runId: "run-1",
+      position: "p",
+      eventType: "job.done",
+      correlationId: "j1",
+      timeoutMs: 60_000,
+    });
+    const k = h.store.keys.partition(h.store.keys.waitPartition(wait.id) as number);
+    await h.store.attachJob("acme", wait.id, "job-42");
+    expect(String(await h.redis.hget(k.waits, wait.id)).startsWith("{")).toBe(true);
+    expect((await h.store.getWait("acme", wait.id))?.externalJobId).toBe("job-42");
+    const cancelled = await h.store.cancel("acme", wait.id);
+    expect(cancelled.state).toBe("cancelled");
+    expect(cancelled.createdAt).toBe(wait.createdAt);
+    expect(cancelled.deadline).toBe(wait.deadline);
+  });
+});
