@@ -9,7 +9,7 @@
  */
 import { spawnSync } from "node:child_process";
 import { connect, type Socket } from "node:net";
-import { redisUrl } from "@rendezvous/testkit";
+import { eventually, redisUrl } from "@rendezvous/testkit";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -213,12 +213,17 @@ describe("hostile input against a real api process", () => {
       );
       for (const b of batch) if (b.socket) sockets.push(b);
     }
-    await sleep(500);
-    const open_ = sockets.filter((s) => !s.closed).length;
-    console.log(`hostile: ${sockets.length} connected, ${open_} still open after 0.5 s`);
+    // connections the kernel completed but the server has not accepted yet look open for a moment
+    const started = Date.now();
+    const open_ = await eventually(() => {
+      const n = sockets.filter((s) => !s.closed).length;
+      return n <= CAP ? n : undefined;
+    }, 20_000);
+    console.log(`hostile: ${sockets.length} connected, ${open_} still open after ${Date.now() - started} ms`);
     expect(sockets.length).toBeGreaterThanOrEqual(target * 0.95);
-    expect(open_).toBeLessThanOrEqual(CAP);
     expect(open_).toBeGreaterThan(CAP / 2);
+    // and the ones under the cap, idle, are closed by the headers timeout: an idle flood frees itself
+    await eventually(() => sockets.every((s) => s.closed), HEADERS_TIMEOUT_MS + 5000);
     for (const s of sockets) s.socket?.destroy();
     await sleep(300);
     await stillServing();
