@@ -3,28 +3,31 @@
   could resolve: `waiting`, of the given match-key prefix (tenant + type, and the
   correlation id when given), and not past their deadline.
 
-  KEYS[1] waiting    {p}:iw  lex zset "<mk><waitId>"
+  KEYS[1] waiting    {p}:iw  lex zset "<index key><wait id body>"
   KEYS[2] waits      {p}:w   hash waitId -> wait record
 
-  ARGV[1] prefix     encoded (tenant, type) or (tenant, type, correlationId)
-  ARGV[2] parts      how many encoded parts the match key has (3)
-  ARGV[3] limit      most ids returned
-  ARGV[4] now        "" = Redis TIME
+  ARGV[1] indexPrefix  index-key prefix of (tenant, type) (8 chars) or of the match key (12)
+  ARGV[2] mkPrefix     encoded (tenant, type) or (tenant, type, correlationId): each
+                       candidate's own match key must start with it (digests may collide)
+  ARGV[3] idPrefix     "w<partition>."
+  ARGV[4] limit        most index entries looked at
+  ARGV[5] now          "" = Redis TIME
 
   Returns { OK, waitIds }
 ]]
 --@include "common"
 
 local waitingKey, waitsKey = KEYS[1], KEYS[2]
-local prefix, parts, limit = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local now = nowMs(ARGV[4])
+local prefix, mkPrefix, idPrefix, limit = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local now = nowMs(ARGV[5])
 
 local ids = {}
 local members = redis.call("ZRANGEBYLEX", waitingKey, "[" .. prefix, "(" .. prefix .. "\255", "LIMIT", 0, limit)
 for _, member in ipairs(members) do
-  local waitId = string.sub(member, skipParts(member, parts))
+  local waitId = idPrefix .. string.sub(member, 13)
   local wait = loadWait(waitsKey, waitId)
-  if wait ~= nil and wait["s"] == "w" and (wait["dl"] == nil or now <= wait["dl"]) then
+  if wait ~= nil and string.sub(wait["mk"], 1, #mkPrefix) == mkPrefix and wait["s"] == "w"
+     and (wait["dl"] == nil or now <= wait["dl"]) then
     ids[#ids + 1] = waitId
   end
 end

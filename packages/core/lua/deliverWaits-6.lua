@@ -4,8 +4,8 @@
   expired wait is left to its timeout, never resurrected).
 
   KEYS[1] waits      {p}:w   hash waitId -> wait record
-  KEYS[2] waiting    {p}:iw  lex zset "<mk><waitId>"
-  KEYS[3] done       {p}:id  lex zset "<mk><waitId>"
+  KEYS[2] waiting    {p}:iw  lex zset "<index key><wait id body>"
+  KEYS[3] done       {p}:id  lex zset "<index key><wait id body>"
   KEYS[4] deadlines  {p}:dl  zset waitId by deadline
   KEYS[5] outbox     {p}:o   stream of resolutions
   KEYS[6] expiry     {p}:x   zset of records to remove

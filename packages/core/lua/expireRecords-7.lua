@@ -14,7 +14,7 @@
 
   KEYS[1] expiry     {p}:x   zset of records to remove, scored by time
   KEYS[2] waits      {p}:w   hash waitId -> wait record
-  KEYS[3] done       {p}:id  lex zset "<mk><waitId>"
+  KEYS[3] done       {p}:id  lex zset "<index key><wait id body>"
   KEYS[4] events     {p}:e   hash of event and dedup records
   KEYS[5] inbox      {p}:ib  lex zset "<mk><padded id><eventKey>"
   KEYS[6] rejected   {p}:rj  hash "<mk>" -> refusals
@@ -65,7 +65,7 @@ for _, member in ipairs(due) do
   elseif kind == "w" then
     local wait = loadWait(waitsKey, rest)
     if wait ~= nil then
-      redis.call("ZREM", doneKey, wait["mk"] .. rest)
+      redis.call("ZREM", doneKey, waitMember(wait, rest))
       redis.call("HDEL", waitsKey, rest)
     end
   elseif kind == "e" then

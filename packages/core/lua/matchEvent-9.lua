@@ -14,8 +14,8 @@
 
   KEYS[1] events     {p}:e   hash "e:<eventKey>" -> event record
   KEYS[2] waits      {p}:w   hash waitId -> wait record
-  KEYS[3] waiting    {p}:iw  lex zset "<mk><waitId>"
-  KEYS[4] done       {p}:id  lex zset "<mk><waitId>"
+  KEYS[3] waiting    {p}:iw  lex zset "<index key><wait id body>"
+  KEYS[4] done       {p}:id  lex zset "<index key><wait id body>"
   KEYS[5] deadlines  {p}:dl  zset waitId by deadline
   KEYS[6] inbox      {p}:ib  lex zset "<mk><padded id><eventKey>"
   KEYS[7] inflight   {p}:if  lex zset "<mk><padded id><eventKey>"
@@ -27,6 +27,7 @@
   ARGV[3] fanoutCap    most waits one event resolves
   ARGV[4] retentionMs  how long a settled wait is kept
   ARGV[5] now          "" = Redis TIME
+  ARGV[6] idPrefix     "w<partition>.": the wait ids of this partition start with it
 
   Returns
     { OK, status, matchedWaitIds, lateWaitIds }   status: m matched, b buffered, l late (and buffered)
@@ -43,6 +44,7 @@ local keys = {
 local streamId, eventKey = ARGV[1], ARGV[2]
 local fanoutCap, retentionMs = tonumber(ARGV[3]), tonumber(ARGV[4])
 local now = nowMs(ARGV[5])
+local idPrefix = ARGV[6]
 
 local evField = "e:" .. eventKey
 local ev = loadJson(keys.events, evField)
@@ -77,16 +79,18 @@ end
 -- Page through the waiting waits of the match key until `fanoutCap` are resolved:
 -- waits this event may not resolve (since after it, deadline before it) do not use
 -- up the cap. Resolved waits leave the index, so pages continue after the last member.
-local from = "[" .. mk
+local ik = indexKey(mk)
+local from = "[" .. ik
 while #matched < fanoutCap do
-  local page = redis.call("ZRANGEBYLEX", keys.waiting, from, "(" .. mk .. "\255", "LIMIT", 0, fanoutCap)
+  local page = redis.call("ZRANGEBYLEX", keys.waiting, from, "(" .. ik .. "\255", "LIMIT", 0, fanoutCap)
   for _, member in ipairs(page) do
     if #matched >= fanoutCap then
       break
     end
-    local waitId = string.sub(member, #mk + 1)
+    local waitId = idPrefix .. string.sub(member, #ik + 1)
     local wait = loadWait(keys.waits, waitId)
-    if wait ~= nil and wait["s"] == "w" and at >= (wait["sn"] or 0) then
+    -- (an index key may be shared by another match key: the wait's own must be this one)
+    if wait ~= nil and wait["mk"] == mk and wait["s"] == "w" and at >= (wait["sn"] or 0) then
       if wait["dl"] ~= nil and at > wait["dl"] then
         noteLate(waitId, wait)
       else
@@ -102,12 +106,12 @@ while #matched < fanoutCap do
   end
 end
 
-local members = redis.call("ZRANGEBYLEX", keys.done, "[" .. mk, "(" .. mk .. "\255", "LIMIT", 0, fanoutCap)
+local members = redis.call("ZRANGEBYLEX", keys.done, "[" .. ik, "(" .. ik .. "\255", "LIMIT", 0, fanoutCap)
 for _, member in ipairs(members) do
-  local waitId = string.sub(member, #mk + 1)
+  local waitId = idPrefix .. string.sub(member, #ik + 1)
   local wait = loadWait(keys.waits, waitId)
   -- settled before, not by this very event
-  if wait ~= nil and wait["s"] ~= "w" and not (wait["res"]["ev"] and wait["res"]["ev"]["sid"] == streamId)
+  if wait ~= nil and wait["mk"] == mk and wait["s"] ~= "w" and not (wait["res"]["ev"] and wait["res"]["ev"]["sid"] == streamId)
      and at >= (wait["sn"] or 0) then
     noteLate(waitId, wait)
   end

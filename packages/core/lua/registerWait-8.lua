@@ -5,8 +5,8 @@
   is resolved by it at once and that event is consumed.
 
   KEYS[1] waits      {p}:w   hash waitId -> wait record
-  KEYS[2] waiting    {p}:iw  lex zset "<mk><waitId>" of waiting waits
-  KEYS[3] done       {p}:id  lex zset "<mk><waitId>" of settled waits (for late events)
+  KEYS[2] waiting    {p}:iw  lex zset "<index key><wait id body>" of waiting waits
+  KEYS[3] done       {p}:id  lex zset "<index key><wait id body>" of settled waits (for late events)
   KEYS[4] deadlines  {p}:dl  zset waitId scored by deadline
   KEYS[5] inbox      {p}:ib  lex zset "<mk><padded id><eventKey>" of buffered events
   KEYS[6] events     {p}:e   hash "e:<eventKey>" -> event record
@@ -82,7 +82,7 @@ for _, member in ipairs(candidates) do
 end
 
 saveWait(keys.waits, waitId, wait)
-redis.call("ZADD", keys.waiting, 0, mk .. waitId)
+redis.call("ZADD", keys.waiting, 0, waitMember(wait, waitId))
 if deadline ~= nil then
   redis.call("ZADD", keys.deadlines, deadline, waitId)
 end

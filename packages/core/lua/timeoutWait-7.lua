@@ -5,8 +5,8 @@
   matched). Such an event would win: the caller retries shortly instead (BACKLOG).
 
   KEYS[1] waits      {p}:w   hash waitId -> wait record
-  KEYS[2] waiting    {p}:iw  lex zset "<mk><waitId>"
-  KEYS[3] done       {p}:id  lex zset "<mk><waitId>"
+  KEYS[2] waiting    {p}:iw  lex zset "<index key><wait id body>"
+  KEYS[3] done       {p}:id  lex zset "<index key><wait id body>"
   KEYS[4] deadlines  {p}:dl  zset waitId by deadline
   KEYS[5] inflight   {p}:if  lex zset "<mk><padded id><eventKey>"
   KEYS[6] outbox     {p}:o   stream of resolutions

@@ -1,6 +1,8 @@
 import { readFileSync } from "node:fs";
 import { z } from "zod";
+import { encodeParts } from "./encoding.js";
 import { RendezvousError } from "./errors.js";
+import { digest4 } from "./keys.js";
 import { EventType, Name } from "./schemas.js";
 
 const DAY = 86_400_000;
@@ -134,6 +136,20 @@ export function parseConfig(input: unknown): Config {
       }
       seen.set(key, `tenants.${tenant}.hostKeys`);
     }
+  }
+  // The wait indexes group a tenant's waits under a 4-character digest of its name;
+  // two configured tenants must not share one (per-tenant counts rely on it).
+  const digests = new Map<string, string>();
+  for (const tenant of Object.keys(config.tenants)) {
+    const d = digest4(encodeParts(tenant));
+    const other = digests.get(d);
+    if (other !== undefined) {
+      throw new RendezvousError(
+        "invalid_config",
+        `invalid config: tenants.${tenant}: its index digest equals that of tenant ${other}; rename one of them`,
+      );
+    }
+    digests.set(d, tenant);
   }
   return config;
 }

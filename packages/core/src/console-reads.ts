@@ -23,7 +23,8 @@ export interface TenantWaitCounts {
 export async function countWaits(store: Store, tenants: string[]): Promise<TenantWaitCounts[]> {
   const k = store.keys;
   const commands: BatchCommand[] = tenants.flatMap((tenant) => {
-    const prefix = encodeParts(tenant);
+    // the tenant's 4-character index key (configured tenants never share one: see parseConfig)
+    const prefix = k.indexKey(tenant);
     return k.allPartitions().flatMap((p) => {
       const keys = k.partition(p);
       return [keys.waiting, keys.done].map((key) => ({

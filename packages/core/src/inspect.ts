@@ -29,8 +29,8 @@ export interface WaitPage {
 interface Source {
   key: string;
   prefix: string;
-  /** encoded parts before the wait id in each member; 0 = a run-index member */
-  parts: number;
+  /** the partition of a wait index (its members name wait ids of it); null = the run index */
+  partition: number | null;
 }
 
 interface Cursor {
@@ -76,14 +76,13 @@ export async function listWaits(
   const sources: Source[] = [];
   if (filter.runId !== undefined) {
     const p = k.partition(k.runPartition(tenant, filter.runId));
-    sources.push({ key: p.runs, prefix: k.runDigest(tenant, filter.runId), parts: 0 });
+    sources.push({ key: p.runs, prefix: k.runDigest(tenant, filter.runId), partition: null });
   } else {
-    const prefix =
-      filter.eventType === undefined
-        ? encodeParts(tenant)
-        : filter.correlationId === undefined
-          ? encodeParts(tenant, filter.eventType)
-          : encodeParts(tenant, filter.eventType, filter.correlationId);
+    const prefix = k.indexKey(
+      tenant,
+      filter.eventType,
+      filter.eventType === undefined ? undefined : filter.correlationId,
+    );
     const partitions =
       filter.eventType !== undefined && filter.correlationId !== undefined
         ? [k.matchPartition(tenant, filter.eventType, filter.correlationId)]
@@ -91,8 +90,8 @@ export async function listWaits(
     for (const p of partitions) {
       const keys = k.partition(p);
       if (filter.state === undefined || filter.state === "waiting")
-        sources.push({ key: keys.waiting, prefix, parts: 3 });
-      if (filter.state !== "waiting") sources.push({ key: keys.done, prefix, parts: 3 });
+        sources.push({ key: keys.waiting, prefix, partition: p });
+      if (filter.state !== "waiting") sources.push({ key: keys.done, prefix, partition: p });
     }
   }
   const cursor = decodeCursor(opts.cursor);
@@ -109,7 +108,9 @@ export async function listWaits(
       after = "";
       continue;
     }
-    const ids = members.map((m) => (src.parts === 0 ? k.waitIdOfRunMember(m) : skipParts(m, src.parts)));
+    const ids = members.map((m) =>
+      src.partition === null ? k.waitIdOfRunMember(m) : k.waitIdOfIndexMember(src.partition, m),
+    );
     const found = await store.getWaits(ids);
     for (let i = 0; i < members.length; i++) {
       after = members[i] as string;

@@ -1,3 +1,4 @@
+import { hash } from "node:crypto";
 import { digest, encodeParts, fnv1a32 } from "./encoding.js";
 
 /** Every Redis key of one partition; all share the hash tag `{<prefix>:p<N>}`. */
@@ -42,6 +43,12 @@ export const DISPATCHER_GROUP = "dispatchers";
 const WAIT_ID = /^w(\d{1,5})\.([A-Za-z0-9_-]{16})$/;
 
 const TAG = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/** 24 bits of SHA-1 as 4 base64url characters (the same as digest4 in lua/includes/common.lua). */
+export function digest4(value: string): string {
+  const n = Number.parseInt(hash("sha1", value, "hex").slice(0, 6), 16);
+  return tagPartition(n >> 6) + (TAG[n & 63] as string);
+}
 
 /** A partition (< 2^18) as 3 base64url characters: the fixed-width tag in run-index members. */
 export function tagPartition(p: number): string {
@@ -156,6 +163,29 @@ export class KeyLayout {
   /** The run index of a run lives in the partition of (tenant, runId). */
   runPartition(tenant: string, runId: string): number {
     return this.place(encodeParts(tenant, runId));
+  }
+
+  /**
+   * The index key of a tenant, (tenant, type) or match key in the wait indexes: 4, 8 or
+   * 12 characters (4-character digests of each level; see indexKey in
+   * lua/includes/common.lua, which computes the same from an encoded match key).
+   */
+  indexKey(tenant: string, eventType?: string, correlationId?: string): string {
+    let ik = digest4(encodeParts(tenant));
+    if (eventType === undefined) return ik;
+    ik += digest4(encodeParts(tenant, eventType));
+    if (correlationId === undefined) return ik;
+    return ik + digest4(encodeParts(tenant, eventType, correlationId));
+  }
+
+  /** What the wait ids of a partition start with ("w<partition>."). */
+  waitIdPrefix(partition: number): string {
+    return `w${partition}.`;
+  }
+
+  /** The wait id a wait-index member of `partition` names. */
+  waitIdOfIndexMember(partition: number, member: string): string {
+    return this.waitIdPrefix(partition) + member.slice(12);
   }
 
   /** The wait id of a run position whose match key lies in `partition`. */

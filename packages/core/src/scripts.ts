@@ -97,7 +97,7 @@ export function matchEventArgs(
   return {
     script: "matchEvent",
     keys: [k.events, k.waits, k.waiting, k.done, k.deadlines, k.inbox, k.inflight, k.outbox, k.expiry],
-    args: [a.streamId, a.eventKey, a.fanoutCap, a.retentionMs, clock(a.now)],
+    args: [a.streamId, a.eventKey, a.fanoutCap, a.retentionMs, clock(a.now), `w${k.partition}.`],
   };
 }
 
@@ -125,9 +125,13 @@ export function cancelWaitArgs(
 
 export function deliverCandidatesArgs(
   k: PartitionKeys,
-  a: { prefix: string; limit: number; now?: number },
+  a: { indexPrefix: string; matchKeyPrefix: string; limit: number; now?: number },
 ): ScriptCall {
-  return { script: "deliverCandidates", keys: [k.waiting, k.waits], args: [a.prefix, 3, a.limit, clock(a.now)] };
+  return {
+    script: "deliverCandidates",
+    keys: [k.waiting, k.waits],
+    args: [a.indexPrefix, a.matchKeyPrefix, `w${k.partition}.`, a.limit, clock(a.now)],
+  };
 }
 
 export function deliverWaitsArgs(

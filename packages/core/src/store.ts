@@ -631,13 +631,19 @@ export class Store {
       req.correlationId === undefined
         ? this.keys.allPartitions()
         : [this.keys.matchPartition(tenant, req.eventType, req.correlationId)];
-    const prefix =
+    const matchKeyPrefix =
       req.correlationId === undefined
         ? encodeParts(tenant, req.eventType)
         : encodeParts(tenant, req.eventType, req.correlationId);
+    const indexPrefix = this.keys.indexKey(tenant, req.eventType, req.correlationId);
     const found = await this.runAll(
       partitions.map((p) =>
-        deliverCandidatesArgs(this.keys.partition(p), { prefix, limit: this.config.fanoutCap, now }),
+        deliverCandidatesArgs(this.keys.partition(p), {
+          indexPrefix,
+          matchKeyPrefix,
+          limit: this.config.fanoutCap,
+          now,
+        }),
       ),
     );
     const byPartition = found.map(([, ids], i) => ({ p: partitions[i] as number, ids: (ids as string[]) ?? [] }));

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { parseWaitRecord } from "../src/records.js";
-import { makeStore } from "./helpers.js";
+import { event, ingestOne, makeStore, matchOne } from "./helpers.js";
 
 describe("wait records: compact while plainly waiting, JSON otherwise", () => {
   it("stores a plain waiting wait as compact text and reads every field back, whatever the ids hold", async () => {
@@ -41,5 +41,37 @@ describe("wait records: compact while plainly waiting, JSON otherwise", () => {
     expect(cancelled.state).toBe("cancelled");
     expect(cancelled.createdAt).toBe(wait.createdAt);
     expect(cancelled.deadline).toBe(wait.deadline);
+  });
+});
+
+describe("wait indexes: short digests, checked against each wait's own match key", () => {
+  it("an event never resolves a wait whose match key only shares its index key", async () => {
+    const h = makeStore();
+    const seen = new Map<string, string>();
+    let pair: [string, string] | undefined;
+    for (let i = 0; !pair; i++) {
+      const corr = `job-${i}`;
+      const ik = h.store.keys.indexKey("acme", "job.done", corr);
+      const other = seen.get(ik);
+      if (other) pair = [other, corr];
+      else seen.set(ik, corr);
+    }
+    const [a, b] = pair;
+    expect(h.store.keys.indexKey("acme", "job.done", a)).toBe(h.store.keys.indexKey("acme", "job.done", b));
+    // same index key; the partitions may differ, then nothing could mix anyway: force one partition
+    const one = makeStore({ partitions: 1 });
+    const { wait } = await one.store.register("acme", {
+      runId: "r",
+      position: "p",
+      eventType: "job.done",
+      correlationId: a,
+    });
+    const other = await ingestOne(one, event("e-b", b));
+    const r = await matchOne(one, other);
+    expect(r).toMatchObject({ status: "buffered", matched: [] });
+    expect((await one.store.getWait("acme", wait.id))?.state).toBe("waiting");
+    expect((await one.store.deliver("acme", { eventType: "job.done", correlationId: b })).delivered).toEqual([]);
+    const right = await ingestOne(one, event("e-a", a));
+    expect(await matchOne(one, right)).toMatchObject({ status: "matched", matched: [wait.id] });
   });
 });

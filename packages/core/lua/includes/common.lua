@@ -11,9 +11,13 @@
   plain waiting wait (decodeWait); see src/records.ts.
   Wait states: w waiting, r resolved, t timed_out, c cancelled.
   Event states: p pending, m matched, b buffered, l late, x expired.
-  Lex-ordered indexes hold "<encoded match key><suffix>"; an encoded match key
-  (length-prefixed parts) is prefix-free, so "[mk" .. "(mk\255" ranges over exactly
-  the members of that match key.
+  The inbox and in-flight indexes hold "<encoded match key><suffix>"; an encoded
+  match key (length-prefixed parts) is prefix-free, so "[mk" .. "(mk\255" ranges
+  over exactly the members of that match key. The wait indexes (waiting, done) hold
+  "<index key 12><wait id body 16>" (28 bytes: jemalloc's 32-byte class), the index
+  key being 4-character digests of the tenant, (tenant, type) and the match key, so
+  that prefixes of 4, 8 or 12 characters select a tenant, a type or a match key;
+  digests may collide, so every reader checks the wait's own match key.
 ]]
 local C_CREATED, C_EXISTS, C_CONFLICT, C_DUPLICATE = 1, 2, 3, 4
 local C_PENDING, C_RESOLVED, C_NOT_DUE, C_BACKLOG, C_OK = 5, 6, 7, 8, 9
@@ -56,6 +60,33 @@ local function skipParts(s, n, from)
     pos = colon + 1 + len
   end
   return pos
+end
+
+local B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+-- 24 bits of SHA-1 as 4 base64url characters (src/keys.ts computes the same).
+local function digest4(s)
+  local n = tonumber(string.sub(redis.sha1hex(s), 1, 6), 16)
+  local a, b, c, d = math.floor(n / 262144), math.floor(n / 4096) % 64, math.floor(n / 64) % 64, n % 64
+  return string.sub(B64, a + 1, a + 1) .. string.sub(B64, b + 1, b + 1) .. string.sub(B64, c + 1, c + 1) .. string.sub(B64, d + 1, d + 1)
+end
+
+local indexKeys = {}
+-- The 12-character index key of an encoded match key (memoized per call).
+local function indexKey(mk)
+  local ik = indexKeys[mk]
+  if ik == nil then
+    local t = skipParts(mk, 1)
+    local tt = skipParts(mk, 1, t)
+    ik = digest4(string.sub(mk, 1, t - 1)) .. digest4(string.sub(mk, 1, tt - 1)) .. digest4(mk)
+    indexKeys[mk] = ik
+  end
+  return ik
+end
+
+-- A wait's member in the waiting / done index: index key + the id after "w<p>.".
+local function waitMember(wait, waitId)
+  return indexKey(wait["mk"]) .. string.sub(waitId, string.find(waitId, ".", 1, true) + 1)
 end
 
 local function pushHistory(wait, entry)
@@ -148,8 +179,9 @@ local function settleWait(keys, waitId, wait, state, resolution, historyEntry, n
   wait["res"] = resolution
   pushHistory(wait, historyEntry)
   saveWait(keys.waits, waitId, wait)
-  redis.call("ZREM", keys.waiting, wait["mk"] .. waitId)
-  redis.call("ZADD", keys.done, 0, wait["mk"] .. waitId)
+  local member = waitMember(wait, waitId)
+  redis.call("ZREM", keys.waiting, member)
+  redis.call("ZADD", keys.done, 0, member)
   redis.call("ZREM", keys.deadlines, waitId)
   redis.call("ZADD", keys.expiry, now + retentionMs, "w:" .. waitId)
   redis.call("XADD", keys.outbox, "*", "w", waitId, "k", resolution["k"])
