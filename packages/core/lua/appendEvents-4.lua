@@ -3,7 +3,8 @@
   (tenant, type, correlationId) lies in this partition. Appends each event to the
   partition stream once: an event key that already has an event record here
   returns that record instead of appending again, so a retry (after a crash or
-  not) never appends twice.
+  not) never appends twice. Besides one XADD per event, one HMGET, one HSET and two
+  ZADDs serve the whole call.
 
   KEYS[1] stream    {p}:s   stream; entry fields k=<eventKey>
   KEYS[2] events    {p}:e   hash; field "e:<eventKey>" holds the event record
@@ -34,20 +35,30 @@ if nowArg ~= "" then
   idArg = nowArg .. "-*"
 end
 
-local written, lastMs = {}, 0
-local replies = {}
+local fields = {}
 for i = 3, #ARGV, 3 do
+  fields[#fields + 1] = "e:" .. ARGV[i]
+end
+local stored = redis.call("HMGET", eventsKey, unpack(fields))
+
+local replies, records, inflight, written, writtenNow = {}, {}, {}, {}, {}
+local lastMs = 0
+for n = 1, #fields do
+  local i = 3 * n
   local eventKey, mk, head = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  local field = "e:" .. eventKey
-  local existing = redis.call("HGET", eventsKey, field)
+  local existing = stored[n] or writtenNow[eventKey]
   if existing then
     replies[#replies + 1] = C_EXISTS
     replies[#replies + 1] = existing
   else
     local sid = redis.call("XADD", streamKey, idArg, "k", eventKey)
     local ms = string.match(sid, "^(%d+)")
-    redis.call("HSET", eventsKey, field, head .. ',"sid":"' .. sid .. '","at":' .. ms .. ',"st":"p"}')
-    redis.call("ZADD", inflightKey, 0, mk .. padId(sid) .. eventKey)
+    local record = head .. ',"sid":"' .. sid .. '","at":' .. ms .. ',"st":"p"}'
+    writtenNow[eventKey] = record
+    records[#records + 1] = fields[n]
+    records[#records + 1] = record
+    inflight[#inflight + 1] = 0
+    inflight[#inflight + 1] = mk .. padId(sid) .. eventKey
     written[#written + 1] = eventKey
     lastMs = tonumber(ms)
     replies[#replies + 1] = C_CREATED
@@ -55,6 +66,8 @@ for i = 3, #ARGV, 3 do
   end
 end
 if #written > 0 then
+  redis.call("HSET", eventsKey, unpack(records))
+  redis.call("ZADD", inflightKey, unpack(inflight))
   redis.call("ZADD", expiryKey, lastMs + keepMs, "E:" .. table.concat(written))
 end
 return replies

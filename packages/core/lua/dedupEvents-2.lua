@@ -3,7 +3,8 @@
   (tenant, producer, eventId) lies in this partition. Claims each event key for the
   dedup window, or refuses it when it was claimed before with other content.
   Whether a claimed key was already appended is for the append step to say (its
-  event record exists), so no third step has to mark the claim.
+  event record exists), so no third step has to mark the claim. One HMGET reads
+  every claim and one HSET writes the new ones, whatever the number of events.
 
   KEYS[1] events    {p}:e  hash; field "d:<eventKey>" holds the dedup record
   KEYS[2] expiry    {p}:x  zset; one member per call for the keys it claimed,
@@ -18,38 +19,46 @@
 
   Returns one code per event, in order:
     CREATED     claimed now: append it next
-    PENDING     claimed before with the same content: append it (append answers
-                whether it was appended before)
+    PENDING     claimed before (or earlier in this batch) with the same content:
+                append it (append answers whether it was appended before)
     CONFLICT    claimed before with other content: nothing changes
 ]]
 --@include "common"
 
 local eventsKey, expiryKey = KEYS[1], KEYS[2]
 local windowMs = tonumber(ARGV[1])
-local claimed = {}
 
-local replies = {}
+local fields = {}
 for i = 3, #ARGV, 2 do
-  local eventKey, record = ARGV[i], ARGV[i + 1]
-  local field = "d:" .. eventKey
-  if redis.call("HSETNX", eventsKey, field, record) == 1 then
+  fields[#fields + 1] = "d:" .. ARGV[i]
+end
+local stored = redis.call("HMGET", eventsKey, unpack(fields))
+
+local replies, writes, claimed, claimedNow = {}, {}, {}, {}
+for n = 1, #fields do
+  local eventKey, record = ARGV[2 * n + 1], ARGV[2 * n + 2]
+  local existing = stored[n] or claimedNow[eventKey]
+  if not existing then
+    claimedNow[eventKey] = record
+    writes[#writes + 1] = fields[n]
+    writes[#writes + 1] = record
     claimed[#claimed + 1] = eventKey
-    replies[#replies + 1] = C_CREATED
+    replies[n] = C_CREATED
   else
-    local existing = redis.call("HGET", eventsKey, field)
     if string.byte(existing, 1) == 123 then
       -- a JSON record of an earlier version: {h = content hash, mp = match partition}
       local old = cjson.decode(existing)
       existing = old["h"] .. "|" .. old["mp"]
     end
     if existing == record then
-      replies[#replies + 1] = C_PENDING
+      replies[n] = C_PENDING
     else
-      replies[#replies + 1] = C_CONFLICT
+      replies[n] = C_CONFLICT
     end
   end
 end
 if #claimed > 0 then
+  redis.call("HSET", eventsKey, unpack(writes))
   redis.call("ZADD", expiryKey, nowMs(ARGV[2]) + windowMs, "D:" .. table.concat(claimed))
 end
 return replies
