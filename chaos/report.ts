@@ -123,6 +123,11 @@ export function formatReport(r: ChaosReport, maxEvidence = 5): string {
     }
   }
   out.push("");
-  out.push(r.ok ? "OK: no violations" : `FAILED: ${r.violations.length} violation(s)`);
+  const grows = r.soak?.judgement.filter((l) => l.startsWith("GROWS")) ?? [];
+  if (r.ok) out.push(r.soak ? "OK: no violations, no growth after the warm-up" : "OK: no violations");
+  else
+    out.push(
+      `FAILED: ${r.violations.length} violation(s)${grows.length ? `; growth after the warm-up: ${grows.length}` : ""}`,
+    );
   return out.join("\n");
 }
