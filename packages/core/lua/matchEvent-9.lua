@@ -111,7 +111,9 @@ for _, member in ipairs(members) do
   local waitId = idPrefix .. string.sub(member, #ik + 1)
   local wait = loadWait(keys.waits, waitId)
   -- settled before, not by this very event
-  if wait ~= nil and wait["mk"] == mk and wait["s"] ~= "w" and not (wait["res"]["ev"] and wait["res"]["ev"]["sid"] == streamId)
+  -- (one stream entry may carry several events: compare the event, not the entry)
+  local by = wait ~= nil and wait["res"] and wait["res"]["ev"]
+  if wait ~= nil and wait["mk"] == mk and wait["s"] ~= "w" and not (by and by["pr"] == ev["pr"] and by["id"] == ev["id"])
      and at >= (wait["sn"] or 0) then
     noteLate(waitId, wait)
   end

@@ -35,6 +35,27 @@ export function decodeParts(encoded: string, count: number): string[] {
   return parts;
 }
 
+/**
+ * Splits a concatenation of encodings of `arity` parts each (as in a stream entry's
+ * `ks` field or a grouped expiry member) into those encodings.
+ */
+export function splitEncodings(concatenated: string, arity: number): string[] {
+  const buf = Buffer.from(concatenated);
+  const out: string[] = [];
+  let pos = 0;
+  while (pos < buf.length) {
+    const start = pos;
+    for (let i = 0; i < arity; i++) {
+      const colon = buf.indexOf(0x3a, pos);
+      if (colon < 0) throw new Error("malformed concatenated encodings");
+      pos = colon + 1 + Number(buf.subarray(pos, colon).toString());
+    }
+    if (pos > buf.length) throw new Error("malformed concatenated encodings");
+    out.push(buf.subarray(start, pos).toString());
+  }
+  return out;
+}
+
 /** FNV-1a, 32 bit: the stable hash that places a match key in a partition. */
 export function fnv1a32(value: string): number {
   let h = 0x811c9dc5;

@@ -18,7 +18,7 @@ export {
   recentRejections,
   type TenantWaitCounts,
 } from "./console-reads.js";
-export { canonicalJson, decodeParts, digest, encodeParts, fnv1a32 } from "./encoding.js";
+export { canonicalJson, decodeParts, digest, encodeParts, fnv1a32, splitEncodings } from "./encoding.js";
 export { type ErrorCode, errorCatalogue, isRendezvousError, RendezvousError } from "./errors.js";
 export { FAILPOINTS, type FailpointName, failpoint, parseFailpoints } from "./failpoints.js";
 export { luaScripts, type ScriptName } from "./generated/lua.js";

@@ -9,6 +9,7 @@ import {
   type Metrics,
   parseConfig,
   Store,
+  splitEncodings,
 } from "@rendezvous/core";
 import { redisUrl, trackOpen, uniquePrefix } from "@rendezvous/testkit";
 import Fastify, { type FastifyInstance, type LightMyRequestResponse } from "fastify";
@@ -160,10 +161,15 @@ export async function snapshot(h: Harness): Promise<Record<string, unknown>> {
   return out;
 }
 
-/** Number of entries over every partition stream. */
+/** Number of events over every partition stream (an entry holds the events one ingest call appended to it). */
 export async function streamLength(h: Harness): Promise<number> {
   let n = 0;
-  for (const p of h.store.keys.allPartitions()) n += await h.redis.xlen(h.store.keys.partition(p).stream);
+  for (const p of h.store.keys.allPartitions()) {
+    for (const [, fields] of await h.redis.xrange(h.store.keys.partition(p).stream, "-", "+")) {
+      const ks = fields[fields.indexOf("ks") + 1];
+      n += fields.includes("ks") && ks !== undefined ? splitEncodings(ks, 3).length : 1;
+    }
+  }
   return n;
 }
 

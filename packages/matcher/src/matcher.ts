@@ -5,7 +5,7 @@
  * is committed; a matcher killed in between leaves it pending for another matcher,
  * and re-running the match is a no-op.
  */
-import { failpoint, MATCHER_GROUP, type Resources } from "@rendezvous/core";
+import { failpoint, MATCHER_GROUP, type Resources, splitEncodings } from "@rendezvous/core";
 import { ConsumerLoop, type StreamEntry } from "./consumer-loop.js";
 
 export interface MatcherOptions {
@@ -49,7 +49,7 @@ export class Matcher {
   }
 
   async #handle(partition: number, key: string, entries: StreamEntry[]): Promise<void> {
-    const events = entries.flatMap((e) => (e.fields?.k ? [{ streamId: e.id, eventKey: e.fields.k }] : []));
+    const events = entries.flatMap((e) => streamEvents(e));
     const results = await this.#res.store.match(partition, events);
     failpoint("matcher.after-match");
     const now = Date.now();
@@ -66,4 +66,16 @@ export class Matcher {
       entries.map((e) => e.id),
     );
   }
+}
+
+/**
+ * The events of a stream entry: one entry holds the events one ingest call appended to
+ * the partition (`ks`: their encoded event keys, concatenated); entries of earlier
+ * versions hold one (`k`).
+ */
+function streamEvents(entry: StreamEntry): Array<{ streamId: string; eventKey: string }> {
+  const f = entry.fields;
+  if (f?.ks !== undefined) return splitEncodings(f.ks, 3).map((eventKey) => ({ streamId: entry.id, eventKey }));
+  if (f?.k !== undefined) return [{ streamId: entry.id, eventKey: f.k }];
+  return [];
 }
