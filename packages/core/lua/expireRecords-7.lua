@@ -23,7 +23,9 @@
   ARGV[1] limit      most members handled (a group member counts once)
   ARGV[2] now        "" = Redis TIME
 
-  Returns { OK, handled, remainingDue (0|1) }
+  Returns { OK, handled, remainingDue (0|1), expiredWaits }
+    expiredWaits: flat (encoded match key, runId, position, waitId) of each wait removed,
+    so the caller can drop its run-index entry (another partition: forgetRunPositions)
 ]]
 --@include "common"
 
@@ -55,6 +57,7 @@ local function expireDedup(eventKey)
   redis.call("HDEL", eventsKey, "d:" .. eventKey)
 end
 
+local expiredWaits = {}
 local due = redis.call("ZRANGEBYSCORE", expiryKey, "-inf", now, "LIMIT", 0, limit)
 for _, member in ipairs(due) do
   local kind, rest = string.sub(member, 1, 1), string.sub(member, 3)
@@ -67,6 +70,10 @@ for _, member in ipairs(due) do
     if wait ~= nil then
       redis.call("ZREM", doneKey, waitMember(wait, rest))
       redis.call("HDEL", waitsKey, rest)
+      expiredWaits[#expiredWaits + 1] = wait["mk"]
+      expiredWaits[#expiredWaits + 1] = wait["r"]
+      expiredWaits[#expiredWaits + 1] = wait["p"]
+      expiredWaits[#expiredWaits + 1] = rest
     end
   elseif kind == "e" then
     expireEvent(rest)
@@ -92,4 +99,4 @@ local more = 0
 if #due == limit then
   more = 1
 end
-return { C_OK, #due, more }
+return { C_OK, #due, more, expiredWaits }

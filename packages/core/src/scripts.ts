@@ -64,6 +64,15 @@ export function appendEventsArgs(
   return { script: "appendEvents", keys: [k.stream, k.events, k.inflight, k.expiry], args };
 }
 
+export function forgetRunPositionsArgs(
+  k: PartitionKeys,
+  a: { entries: Array<{ runPosition: string; tag: string }> },
+): ScriptCall {
+  const args: string[] = [];
+  for (const e of a.entries) args.push(e.runPosition, e.tag);
+  return { script: "forgetRunPositions", keys: [k.runs], args };
+}
+
 export function claimRunPositionArgs(
   k: PartitionKeys,
   a: { runPosition: string /** the wait's partition */; waitId: string; defHash: string },

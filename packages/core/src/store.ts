@@ -7,7 +7,7 @@
 import { type BatchCommand, execBatch } from "./batch.js";
 import { Code } from "./codes.js";
 import { type Config, retentionFor } from "./config.js";
-import { canonicalJson, digest, encodeParts } from "./encoding.js";
+import { canonicalJson, decodeParts, digest, encodeParts } from "./encoding.js";
 import { RendezvousError } from "./errors.js";
 import { failpoint } from "./failpoints.js";
 import { KeyLayout, type PartitionKeys, tagPartition } from "./keys.js";
@@ -34,6 +34,7 @@ import {
   deliverCandidatesArgs,
   deliverWaitsArgs,
   expireRecordsArgs,
+  forgetRunPositionsArgs,
   matchEventArgs,
   type RedisLike,
   recordRejectionArgs,
@@ -740,10 +741,35 @@ export class Store {
     return result as { handled: number; more: boolean };
   }
 
-  /** Removes expired records of several partitions, one pipelined round trip. */
+  /**
+   * Removes expired records of several partitions, one pipelined round trip; then, when
+   * settled waits were removed, their run-index entries (in their runs' partitions, a
+   * second round trip). Between the two a re-registration of the very same run position
+   * could claim it anew and lose that claim: it then registers like a first time.
+   */
   async expireMany(partitions: number[], limit = 200): Promise<Array<{ handled: number; more: boolean }>> {
     const now = this.now();
     const replies = await this.runAll(partitions.map((p) => expireRecordsArgs(this.keys.partition(p), { limit, now })));
+    const byRunPartition = new Map<number, Array<{ runPosition: string; tag: string }>>();
+    for (const [, , , expired] of replies) {
+      const flat = (expired ?? []) as string[];
+      for (let i = 0; i + 3 < flat.length; i += 4) {
+        const [tenant = ""] = decodeParts(flat[i] as string, 1);
+        const runId = flat[i + 1] as string;
+        const position = flat[i + 2] as string;
+        const waitPartition = this.keys.waitPartition(flat[i + 3] as string);
+        if (waitPartition === null) continue;
+        const rp = this.keys.runPartition(tenant, runId);
+        const list = byRunPartition.get(rp) ?? [];
+        list.push({ runPosition: this.keys.runPosition(tenant, runId, position), tag: tagPartition(waitPartition) });
+        byRunPartition.set(rp, list);
+      }
+    }
+    if (byRunPartition.size > 0) {
+      await this.runAll(
+        [...byRunPartition].map(([rp, entries]) => forgetRunPositionsArgs(this.keys.partition(rp), { entries })),
+      );
+    }
     return replies.map(([, handled, more]) => ({ handled: Number(handled), more: more === 1 }));
   }
 }

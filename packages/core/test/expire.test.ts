@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { listWaits } from "../src/index.js";
 import { event, ingestOne, makeStore, matchOne } from "./helpers.js";
 
 describe("expire", () => {
@@ -61,6 +62,25 @@ describe("expire", () => {
     expect(await h.redis.zcard(k.expiry)).toBe(0);
     expect(await h.redis.zcard(k.inflight)).toBe(0); // never matched: the in-flight entries go too
     for (const id of ids) expect(await h.store.getEvent("acme", "svc", id)).toBeNull();
+  });
+
+  it("drops the run-index entry of a wait it removes (the run index does not grow for ever)", async () => {
+    const h = makeStore({ partitions: 4, retentionMs: 1000 });
+    const spec = { runId: "run-gc", position: "p1", eventType: "job.done", correlationId: "j1" };
+    const { wait } = await h.store.register("acme", spec);
+    const keep = await h.store.register("acme", { ...spec, position: "p2", correlationId: "j2" });
+    const runs = h.store.keys.partition(h.store.keys.runPartition("acme", "run-gc")).runs;
+    expect(await h.redis.zcard(runs)).toBe(2);
+    await h.store.cancel("acme", wait.id);
+    h.tick(1001);
+    await h.store.expireMany(h.store.keys.allPartitions());
+    expect(await h.store.getWait("acme", wait.id)).toBeNull();
+    expect(await h.redis.zcard(runs)).toBe(1); // the waiting one keeps its entry
+    const page = await listWaits(h.store, "acme", { runId: "run-gc" }, { limit: 10 });
+    expect(page.waits.map((w) => w.id)).toEqual([keep.wait.id]);
+    // the run position is free again: another definition registers as new
+    const again = await h.store.register("acme", { ...spec, correlationId: "j3" });
+    expect(again.created).toBe(true);
   });
 
   it("reads a buffered event past retention as expired before the sweeper ran, and does not match it", async () => {

@@ -1,0 +1,24 @@
+--[[
+  forgetRunPositions: in the partition of a RUN KEY, removes the run-index entries of
+  waits that expired (their records are gone after retention), so the run index does
+  not grow for ever. An entry is removed only while it still names the expired
+  wait's partition (a run position names one wait id per partition).
+
+  KEYS[1] runs      {p}:r  lex zset "<run position><partition tag><defHash>"
+
+  ARGV[1..] pairs   runPosition (fixed length), partition tag of the expired wait
+
+  Returns { OK, removed }
+]]
+--@include "common"
+
+local runsKey = KEYS[1]
+local removed = 0
+for i = 1, #ARGV, 2 do
+  local runPosition, tag = ARGV[i], ARGV[i + 1]
+  local found = redis.call("ZRANGEBYLEX", runsKey, "[" .. runPosition, "(" .. runPosition .. "\255", "LIMIT", 0, 1)
+  if found[1] and string.sub(found[1], #runPosition + 1, #runPosition + #tag) == tag then
+    removed = removed + redis.call("ZREM", runsKey, found[1])
+  end
+end
+return { C_OK, removed }
