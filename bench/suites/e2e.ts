@@ -345,7 +345,7 @@ async function costByStage(
     for (const p of api.store.keys.allPartitions()) pipeline.xlen(api.store.keys.partition(p).outbox);
     return ((await pipeline.exec()) ?? []).reduce((n, [, len]) => n + Number(len ?? 0), 0);
   };
-  await measure("ingest: dedup, append, commit (no matcher running)", () =>
+  await measure("ingest: dedup, append (no matcher running)", () =>
     runPool(Math.ceil(opts.count / opts.batch), opts.inFlight, async (b) => {
       await ingest(api, targets.slice(b * opts.batch, (b + 1) * opts.batch));
     }),
@@ -401,7 +401,7 @@ export async function main(): Promise<void> {
 
   // stage timing: one wrapper per round trip of the path (see docs/benchmarks.md)
   const stages = new Stages();
-  stages.wrap("ingest (3 round trips per batch)", api.store, "ingest");
+  stages.wrap("ingest (2 round trips per batch)", api.store, "ingest");
   stages.wrap("matcher: match (1 pipelined round trip)", matcherRes.store, "match");
   stages.wrap("matcher: XACK", matcher.loop, "ack");
   stages.wrap("dispatcher: getWaits (1 pipelined round trip)", dispatcherRes.store, "getWaits");
