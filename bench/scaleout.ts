@@ -1,5 +1,7 @@
 /**
  * Scale-out (not a test). `npm run bench:scaleout [-- --quick] [-- --events N] [-- --partitions P]`
+ * `--redis-url URL` runs the single-Redis rows only, against that Redis (no cluster);
+ * `--json` prints the rows as one JSON line at the end (how `npm run bench` uses it).
  *
  * End-to-end events/s with 1 and 2 matcher processes, against one Redis and against
  * a local 3-master Redis Cluster (both started here on free loopback ports, AOF
@@ -42,6 +44,10 @@ const value = (name: string, fallback: number) => {
   return i >= 0 && argv[i + 1] ? Number(argv[i + 1]) : fallback;
 };
 const QUICK = flag("quick");
+const REDIS_URL = (() => {
+  const i = argv.indexOf("--redis-url");
+  return i >= 0 ? argv[i + 1] : undefined;
+})();
 const EVENTS = value("events", QUICK ? 600 : 4000);
 const PARTITIONS = value("partitions", 16);
 const BATCH = 100;
@@ -286,12 +292,15 @@ async function main(): Promise<void> {
   let single: RedisServer | undefined;
   let cluster: RedisCluster | undefined;
   try {
-    single = await startRedisServer({ aof: true, fsync: "everysec" });
-    rows.push(...(await runTarget("redis", single.url)));
-    await single.stop();
-    single = undefined;
-    cluster = await startRedisCluster({ masters: 3, aof: true, fsync: "everysec" });
-    rows.push(...(await runTarget("cluster-3m", cluster.url)));
+    if (REDIS_URL) rows.push(...(await runTarget("redis", REDIS_URL)));
+    else {
+      single = await startRedisServer({ aof: true, fsync: "everysec" });
+      rows.push(...(await runTarget("redis", single.url)));
+      await single.stop();
+      single = undefined;
+      cluster = await startRedisCluster({ masters: 3, aof: true, fsync: "everysec" });
+      rows.push(...(await runTarget("cluster-3m", cluster.url)));
+    }
   } finally {
     await single?.stop();
     await cluster?.stop();
@@ -304,6 +313,7 @@ async function main(): Promise<void> {
   console.log("every process (Redis nodes, api, dispatcher, matchers, this load generator) shares those cores\n");
   console.log(table(rows));
   console.log(`\n(${Math.round((performance.now() - started) / 1000)} s)`);
+  if (flag("json")) console.log(`SCALEOUT_JSON ${JSON.stringify(rows)}`);
 }
 
 await main();

@@ -6,7 +6,10 @@
  * bar per scenario on stderr, one summary table on stdout, everything measured in
  * bench/results/<time>.json (git-ignored). See docs/performance.md.
  */
+import { spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
+import { fileURLToPath } from "node:url";
 import { createResources, parseConfig, type Resources } from "@rendezvous/core";
 import { Dispatcher, Matcher } from "@rendezvous/matcher";
 import { Queue } from "bullmq";
@@ -110,8 +113,6 @@ export async function main(): Promise<void> {
   const ofCeiling = (v: number) => pct(v / ceilingPerSec);
   const add = (r: Partial<Row> & { scenario: string; metric: string; value: string }) =>
     rows.push({ ceiling: "", target: "", verdict: "", ...r });
-  const notRun = (scenario: string, why: string) =>
-    add({ scenario, metric: "—", value: "not run", verdict: "", target: why });
   const verdict = (ok: boolean) => (ok ? "PASS" : "MISS");
 
   try {
@@ -385,7 +386,29 @@ export async function main(): Promise<void> {
       ceiling: ofCeiling(buffered.eventsPerSec),
       target: buffered.complete ? "" : `only ${buffered.jobs} of ${buffered.events}`,
     });
-    notRun("7. horizontal", "not callable in-process (spawns its own Redis and servers): npm run bench:scaleout");
+    const horizontal = await scenario("7. horizontal", 1, async (step) => {
+      const r = await scaleOut(server.url, quick ? 600 : 4000);
+      step();
+      return r;
+    });
+    results.horizontal = horizontal;
+    const one = horizontal.find((r) => r.matchers === 1);
+    const two = horizontal.find((r) => r.matchers === 2);
+    if (one && two) {
+      add({
+        scenario: "7. horizontal",
+        metric: "1 → 2 matcher processes (api, dispatcher as processes), resolved events/s",
+        value: `${fmt(one.resolvedPerSec)} → ${fmt(two.resolvedPerSec)} (×${(two.resolvedPerSec / one.resolvedPerSec).toFixed(2)})`,
+        ceiling: ofCeiling(two.resolvedPerSec),
+        target: `${cores()} cores shared by every process`,
+      });
+      add({
+        scenario: "7. horizontal",
+        metric: "1 → 2 matchers draining a backlog, events/s",
+        value: `${fmt(one.drainPerSec)} → ${fmt(two.drainPerSec)} (×${(two.drainPerSec / one.drainPerSec).toFixed(2)})`,
+        ceiling: ofCeiling(two.drainPerSec),
+      });
+    }
 
     const order = (s: string) => Number(s.slice(0, 1));
     rows.sort((a, b) => order(a.scenario) - order(b.scenario));
@@ -587,4 +610,49 @@ async function httpRegistrations(http: HttpApp, count: number, inFlight: number)
   const t0 = performance.now();
   await runPool(count - 100, inFlight, (i) => post(i + 100));
   return (count - 100) / ((performance.now() - t0) / 1000);
+}
+
+interface ScaleOutRow {
+  matchers: number;
+  resolvedPerSec: number;
+  drainPerSec: number;
+}
+
+/**
+ * Scenario 7: `bench/scaleout.ts` as a child process (it runs the CLI roles as their
+ * own processes) against this run's Redis; its rows come back as one JSON line.
+ */
+async function scaleOut(redisUrl: string, events: number): Promise<ScaleOutRow[]> {
+  const script = fileURLToPath(new URL("../scaleout.ts", import.meta.url));
+  const child = spawn(
+    process.execPath,
+    [
+      ...process.execArgv,
+      "--conditions=@rendezvous/source",
+      script,
+      "--redis-url",
+      redisUrl,
+      "--events",
+      String(events),
+      "--json",
+    ],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let out = "";
+  let err = "";
+  child.stdout.on("data", (d: Buffer) => {
+    out += d.toString();
+  });
+  child.stderr.on("data", (d: Buffer) => {
+    err += d.toString();
+    for (const line of d.toString().split("\n")) if (line.trim()) progress(`scaleout: ${line.trim()}`);
+  });
+  const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+  const line = out.split("\n").find((l) => l.startsWith("SCALEOUT_JSON "));
+  if (code !== 0 || !line) throw new Error(`bench/scaleout.ts failed (exit ${code}):\n${err.slice(-2000)}`);
+  return JSON.parse(line.slice("SCALEOUT_JSON ".length)) as ScaleOutRow[];
+}
+
+function cores(): number {
+  return availableParallelism();
 }
