@@ -1,6 +1,6 @@
 /**
- * Event validation, before anything is written: the raw body is strict UTF-8 JSON
- * without prototype-poisoning keys, the envelope is core's zod `EventInput`, the
+ * Event validation, before anything is written: the raw body is strict UTF-8 JSON,
+ * an event holds no prototype-poisoning keys, the envelope is core's zod `EventInput`, the
  * type is one the producer may send, and the payload satisfies its type's JSON
  * Schema (compiled once with ajv). Every refusal is a RendezvousError whose
  * `issues` (`{path, message}`) say what to change.
@@ -8,7 +8,6 @@
 import { type Config, CorrelationId, EventInput, EventType, RendezvousError } from "@rendezvous/core";
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import addFormatsModule from "ajv-formats";
-import sjson from "secure-json-parse";
 import type { ProducerIdentity } from "./auth.js";
 
 /** A place in the event and what is wrong there. */
@@ -52,8 +51,10 @@ export function invalidEvent(message: string, issues: Issue[]): RendezvousError 
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
 
 /**
- * Parses a raw body as JSON.
- * @throws RendezvousError `invalid_event` (not UTF-8, not JSON, `__proto__`/`constructor.prototype` keys)
+ * Parses a raw body as JSON. `JSON.parse` makes a `__proto__` key an ordinary own property
+ * (it never sets a prototype), so prototype-poisoning keys are found per event by
+ * `EventValidator.check` (`poisonedPath`): in a batch only that event is refused.
+ * @throws RendezvousError `invalid_event` (not UTF-8, not JSON)
  */
 export function parseJsonBody(raw: Buffer): unknown {
   let text: string;
@@ -63,11 +64,37 @@ export function parseJsonBody(raw: Buffer): unknown {
     throw invalidEvent("body is not valid UTF-8", [{ path: [], message: "body is not valid UTF-8" }]);
   }
   try {
-    return sjson.parse(text, undefined, { protoAction: "error", constructorAction: "error" });
+    return JSON.parse(text);
   } catch (err) {
-    const message = err instanceof SyntaxError ? err.message : "forbidden key __proto__ or constructor.prototype";
-    throw invalidEvent("body is not valid JSON", [{ path: [], message }]);
+    throw invalidEvent("body is not valid JSON", [{ path: [], message: (err as Error).message }]);
   }
+}
+
+/**
+ * Where `value` holds a prototype-poisoning key (`__proto__` anywhere, or `constructor`
+ * holding `prototype`), or null. Iterative: no recursion to overflow.
+ */
+export function poisonedPath(value: unknown): Array<string | number> | null {
+  const stack: Array<[unknown, Array<string | number>]> = [[value, []]];
+  while (stack.length > 0) {
+    const [v, path] = stack.pop() as [unknown, Array<string | number>];
+    if (v === null || typeof v !== "object") continue;
+    if (Array.isArray(v)) {
+      v.forEach((child, i) => {
+        stack.push([child, [...path, i]]);
+      });
+      continue;
+    }
+    for (const key of Object.keys(v)) {
+      const child = (v as Record<string, unknown>)[key];
+      if (key === "__proto__") return [...path, key];
+      if (key === "constructor" && child !== null && typeof child === "object" && Object.hasOwn(child, "prototype")) {
+        return [...path, key, "prototype"];
+      }
+      stack.push([child, [...path, key]]);
+    }
+  }
+  return null;
 }
 
 function zodPath(path: readonly PropertyKey[]): Array<string | number> {
@@ -135,6 +162,17 @@ export class EventValidator {
 
   /** Validates one parsed event for a producer. */
   check(raw: unknown, producer: ProducerIdentity): Checked {
+    const poisoned = poisonedPath(raw);
+    if (poisoned) {
+      return {
+        ok: false,
+        error: invalidEvent("event holds a forbidden key", [
+          { path: poisoned, message: "forbidden key (__proto__ or constructor.prototype)" },
+        ]),
+        matchKey: readableMatchKey(raw),
+        eventId: readableId(raw),
+      };
+    }
     const payload = typeof raw === "object" && raw !== null ? (raw as { payload?: unknown }).payload : undefined;
     if (nestedDeeperThan(payload, MAX_JSON_DEPTH)) {
       return {

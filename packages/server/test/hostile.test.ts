@@ -321,7 +321,7 @@ describe("hostile input against a real api process", () => {
     await stillServing();
   });
 
-  it("prototype-pollution keys: __proto__ and constructor.prototype are refused everywhere (400, nothing stored); a plain constructor key is data", async () => {
+  it("prototype-pollution keys: __proto__ and constructor.prototype are refused everywhere (400, or that event of a batch; nothing stored); a plain constructor key is data", async () => {
     const before = await snapshot();
     const poisons = [
       '{"__proto__":{"polluted":true}}',
@@ -343,8 +343,24 @@ describe("hostile input against a real api process", () => {
       });
       expectIssues(top, "invalid_request");
     }
+    // an envelope with the key is refused whole
+    const envelope = await billing.call("POST", "/v1/events/batch", {
+      raw: '{"events":[],"__proto__":{"polluted":true}}',
+      headers: { "content-type": "application/json" },
+    });
+    expectIssues(envelope, "invalid_event");
     expect(await snapshot()).toEqual(before);
     expect((await host.get("/v1/waits?runId=poison-run")).body.waits).toEqual([]);
+    // in a batch only the poisoned event is refused; the others go through
+    const batch = await billing.call("POST", "/v1/events/batch", {
+      raw: `{"events":[{"id":"poison-b","type":"job.done","correlationId":"poison","payload":${poisons[0]}},{"id":"clean-b","type":"job.done","correlationId":"clean"}]}`,
+      headers: { "content-type": "application/json" },
+    });
+    expect(batch.status).toBe(200);
+    expect(batch.body.results[0]).toMatchObject({ status: "rejected", error: { code: "invalid_event" } });
+    expect(batch.body.results[0].error.issues[0].path).toEqual(["payload", "__proto__"]);
+    expect(batch.body.results[1].status).toBe("accepted");
+    expectError(await host.get("/v1/events/billing/poison-b"), 404, "not_found");
     expectError(await host.get("/v1/events/billing/poison"), 404, "not_found");
 
     // "constructor" on its own is an ordinary key: stored and answered as data
