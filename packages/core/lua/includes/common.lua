@@ -98,12 +98,17 @@ local function pushHistory(wait, entry)
   h[#h + 1] = entry
 end
 
-local function loadJson(hashKey, field)
+-- The record in a hash field decoded by `decode`, or nil.
+local function loadField(hashKey, field, decode)
   local raw = redis.call("HGET", hashKey, field)
   if not raw then
     return nil
   end
-  return cjson.decode(raw)
+  return decode(raw)
+end
+
+local function loadJson(hashKey, field)
+  return loadField(hashKey, field, cjson.decode)
 end
 
 local function saveJson(hashKey, field, value)
@@ -124,10 +129,9 @@ local function decodeWait(raw)
   end
   local parts, pos = {}, 1
   for i = 1, 3 do
-    local colon = string.find(raw, ":", pos, true)
-    local len = tonumber(string.sub(raw, pos, colon - 1))
-    parts[i] = string.sub(raw, colon + 1, colon + len)
-    pos = colon + 1 + len
+    local after = skipParts(raw, 1, pos)
+    parts[i] = string.sub(raw, string.find(raw, ":", pos, true) + 1, after - 1)
+    pos = after
   end
   local ca, dl, sn = string.match(raw, "^(%d+),(%d*),(%d*)$", pos)
   return { s = "w", mk = parts[1], r = parts[2], p = parts[3], ca = tonumber(ca), dl = tonumber(dl), sn = tonumber(sn) }
@@ -154,11 +158,7 @@ local function encodeWait(wait)
 end
 
 local function loadWait(waitsKey, waitId)
-  local raw = redis.call("HGET", waitsKey, waitId)
-  if not raw then
-    return nil
-  end
-  return decodeWait(raw)
+  return loadField(waitsKey, waitId, decodeWait)
 end
 
 local function saveWait(waitsKey, waitId, wait)
