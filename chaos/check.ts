@@ -328,7 +328,9 @@ export async function check(opts: CheckOptions): Promise<CheckResult> {
     }
 
     // consume is the once
-    const grantees = new Set(w.grants.map((g) => g.by));
+    // explicit consumers told `first: true`, and continuation workers whose handler ran (it runs
+    // for the first claimer, or again for the same worker after a lost answer)
+    const grantees = new Set([...w.grants.map((g) => g.by), ...(c.acted[w.id] ?? []).map((a) => a.worker)]);
     counts.consume.grants += grantees.size;
     if (w.grants.some((g) => g.via === "consume")) counts.consume.racedWaits++;
     if (grantees.size > 1 || (rec.consumption && [...grantees].some((g) => g !== rec.consumption?.by))) {

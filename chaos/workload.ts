@@ -186,8 +186,8 @@ export class Workload {
           acted.push({ worker: name, at: Date.now() });
           c.acted[wait.id] = acted;
           this.#observe(wait.id, wait.state, `continuation:${name}`);
-          const log = this.#waitsById.get(wait.id);
-          if (log && wait.consumption?.by === name) log.grants.push({ by: name, at: Date.now(), via: "continuation" });
+          // the grant itself is read from `acted` by the checker (the handler can run before
+          // the workload has its registration answer)
         },
       });
       w.worker.on("active", (job) => {
@@ -243,8 +243,14 @@ export class Workload {
     return this.#n;
   }
 
+  /** observations made before the registration answer arrived, merged when it does */
+  readonly #early = new Map<string, Observation[]>();
+
   #observe(waitId: string, state: string, source: string): void {
-    this.#waitsById.get(waitId)?.observations.push({ at: Date.now(), state, source });
+    const o = { at: Date.now(), state, source };
+    const log = this.#waitsById.get(waitId);
+    if (log) log.observations.push(o);
+    else this.#early.set(waitId, [...(this.#early.get(waitId) ?? []), o]);
   }
 
   #producerHeaders(producer: keyof typeof PRODUCERS) {
@@ -341,6 +347,8 @@ export class Workload {
         source: `register:${r.status}`,
       });
       this.#waitsById.set(w.id, log);
+      log.observations.push(...(this.#early.get(w.id) ?? []));
+      this.#early.delete(w.id);
     }
     this.log.waits.push(log);
     return log;
