@@ -58,7 +58,7 @@ export function installStateGauges(res: Resources): void {
   // both (prom-client collects and serialises metrics in registration order)
   new Gauge({
     name: "rendezvous_stream_lag",
-    help: "Unprocessed events per partition stream (undelivered + pending)",
+    help: "Unprocessed stream entries per partition (undelivered + pending; an entry holds the events of one ingest call)",
     labelNames: ["partition"],
     registers: [registry],
     async collect() {
