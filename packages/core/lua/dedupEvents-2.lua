@@ -13,11 +13,13 @@
 
   ARGV[1] windowMs       dedup window
   ARGV[2] now            "" = Redis TIME (tests may fix it)
-  ARGV[3..] pairs        eventKey, dedup record "<content hash>|<match partition>"
-                         (the hash covers type, correlation id, occurredAt and
-                         payload, so equal records mean equal content)
+  ARGV[3] events         per event, one after the other, two fields (nextField): its
+                         encoded event key and its dedup record "<content hash>|<match
+                         partition>" (the hash covers type, correlation id, occurredAt
+                         and payload, so equal records mean equal content). One
+                         argument: cheaper to send than two per event.
 
-  Returns one code per event, in order:
+  Returns a string of one code digit per event, in order:
     CREATED     claimed now: append it next
     PENDING     claimed before (or earlier in this batch) with the same content:
                 append it (append answers whether it was appended before)
@@ -28,15 +30,21 @@
 local eventsKey, expiryKey = KEYS[1], KEYS[2]
 local windowMs = tonumber(ARGV[1])
 
-local fields = {}
-for i = 3, #ARGV, 2 do
-  fields[#fields + 1] = "d:" .. ARGV[i]
+local packed = ARGV[3]
+local eventKeys, records, fields = {}, {}, {}
+local pos = 1
+while pos <= #packed do
+  local eventKey
+  eventKey, pos = nextField(packed, pos)
+  eventKeys[#eventKeys + 1] = eventKey
+  fields[#fields + 1] = "d:" .. eventKey
+  records[#records + 1], pos = nextField(packed, pos)
 end
 local stored = redis.call("HMGET", eventsKey, unpack(fields))
 
 local replies, writes, claimed, claimedNow = {}, {}, {}, {}
 for n = 1, #fields do
-  local eventKey, record = ARGV[2 * n + 1], ARGV[2 * n + 2]
+  local eventKey, record = eventKeys[n], records[n]
   local existing = stored[n] or claimedNow[eventKey]
   if not existing then
     claimedNow[eventKey] = record
@@ -61,4 +69,4 @@ if #claimed > 0 then
   redis.call("HSET", eventsKey, unpack(writes))
   redis.call("ZADD", expiryKey, nowMs(ARGV[2]) + windowMs, "D:" .. table.concat(claimed))
 end
-return replies
+return table.concat(replies)

@@ -4,6 +4,7 @@
  * calls the versioned command (EVALSHA with EVAL fallback, via ioredis defineCommand).
  */
 import type { ChainableCommander } from "ioredis";
+import { RendezvousError } from "./errors.js";
 import { luaScripts, type ScriptName } from "./generated/lua.js";
 import type { PartitionKeys } from "./keys.js";
 import type { RedisLike } from "./redis.js";
@@ -46,22 +47,38 @@ function clock(now?: number): string {
   return now === undefined ? "" : String(now);
 }
 
+/**
+ * One field of a packed argument: a 5-character length header (UTF-8 bytes, base 64,
+ * digit = char code − 48, most significant first) and the value. Lua reads the header
+ * with string.byte (nextField in lua/includes/common.lua): no number parsing.
+ */
+export function field(value: string): string {
+  const n = Buffer.byteLength(value);
+  if (n >= 2 ** 30) throw new RendezvousError("payload_too_large", "a packed field is limited to 1 GiB");
+  const d = (shift: number) => 48 + (Math.floor(n / 2 ** shift) & 63);
+  return String.fromCharCode(d(24), d(18), d(12), d(6), d(0)) + value;
+}
+
 export function dedupEventsArgs(
   k: PartitionKeys,
   a: { windowMs: number; now?: number; events: Array<{ eventKey: string; record: string }> },
 ): ScriptCall {
-  const args: Array<string | number> = [a.windowMs, clock(a.now)];
-  for (const e of a.events) args.push(e.eventKey, e.record);
-  return { script: "dedupEvents", keys: [k.events, k.expiry], args };
+  let packed = "";
+  for (const e of a.events) packed += field(e.eventKey) + field(e.record);
+  return { script: "dedupEvents", keys: [k.events, k.expiry], args: [a.windowMs, clock(a.now), packed] };
 }
 
 export function appendEventsArgs(
   k: PartitionKeys,
   a: { keepMs: number; now?: number; events: Array<{ eventKey: string; matchKey: string; head: string }> },
 ): ScriptCall {
-  const args: Array<string | number> = [a.keepMs, clock(a.now)];
-  for (const e of a.events) args.push(e.eventKey, e.matchKey, e.head);
-  return { script: "appendEvents", keys: [k.stream, k.events, k.inflight, k.expiry], args };
+  let packed = "";
+  for (const e of a.events) packed += field(e.eventKey) + field(e.matchKey) + field(e.head);
+  return {
+    script: "appendEvents",
+    keys: [k.stream, k.events, k.inflight, k.expiry],
+    args: [a.keepMs, clock(a.now), packed],
+  };
 }
 
 export function forgetRunPositionsArgs(

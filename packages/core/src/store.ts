@@ -190,8 +190,8 @@ export class Store {
     indices: number[],
     partitionOf: (i: number) => PartitionKeys,
     call: (k: PartitionKeys, members: number[]) => ScriptCall,
-    /** values per item in the script's flat reply (2: the item's reply is a pair) */
-    width: 1 | 2 = 1,
+    /** the script's reply for a call → one value per member (default: the reply is that list) */
+    split: (reply: unknown, count: number) => unknown[] = (reply) => (Array.isArray(reply) ? reply : []),
   ): Promise<Map<number, unknown>> {
     const groups = new Map<PartitionKeys, number[]>();
     for (const i of indices) {
@@ -212,11 +212,12 @@ export class Store {
     entries.forEach(([, members], g) => {
       const [err, value] = results[g] ?? [null, null];
       if (err) throw err;
-      if (!Array.isArray(value) || value.length !== members.length * width) {
+      const values = split(value, members.length);
+      if (values.length !== members.length) {
         throw new RendezvousError("internal", `${calls[g]?.script}: malformed batch reply`);
       }
       members.forEach((i, j) => {
-        out.set(i, width === 1 ? value[j] : [value[2 * j], value[2 * j + 1]]);
+        out.set(i, values[j]);
       });
     });
     return out;
@@ -264,6 +265,8 @@ export class Store {
           now,
           events: members.map((i) => ({ eventKey: (items[i] as Item).eventKey, record: (items[i] as Item).dedup })),
         }),
+      // one code digit per event
+      (reply) => Array.from(String(reply), Number),
     );
 
     const results: Array<IngestResult | undefined> = new Array(items.length);
@@ -301,7 +304,14 @@ export class Store {
         });
         return appendEventsArgs(k, { keepMs, now, events });
       },
-      2,
+      // { streamId, one code digit per event, the stored records of the EXISTS ones }
+      (reply) => {
+        const [sid, codes, records] = reply as [string, string, string[]];
+        let r = 0;
+        return Array.from(String(codes), (c) =>
+          Number(c) === Code.EXISTS ? [Code.EXISTS, records[r++]] : [Number(c), String(sid)],
+        );
+      },
     );
     failpoint("ingest.after-append");
 
