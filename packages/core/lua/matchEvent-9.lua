@@ -106,10 +106,15 @@ while #matched < fanoutCap do
   end
 end
 
+local settledNow = {}
+for _, waitId in ipairs(matched) do
+  settledNow[waitId] = true
+end
 local members = redis.call("ZRANGEBYLEX", keys.done, "[" .. ik, "(" .. ik .. "\255", "LIMIT", 0, fanoutCap)
 for _, member in ipairs(members) do
   local waitId = idPrefix .. string.sub(member, #ik + 1)
-  local wait = loadWait(keys.waits, waitId)
+  -- (a wait this very event just resolved is not late for it: not even loaded)
+  local wait = not settledNow[waitId] and loadWait(keys.waits, waitId) or nil
   -- settled before, not by this very event
   -- (one stream entry may carry several events: compare the event, not the entry)
   local by = wait ~= nil and wait["res"] and wait["res"]["ev"]
