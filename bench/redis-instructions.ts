@@ -8,7 +8,9 @@
  *
  * - raw XADD: N entries the size of one event, pipelined 500 per round trip (the
  *   baseline of bench:ingest);
- * - store.ingest: N new events in batches of 500 (the ingest transitions, 16 partitions).
+ * - store.ingest: N new events in batches of 500 (the ingest transitions, 16 partitions);
+ * - store.match: the match of N events, each resolving the one wait registered for it
+ *   (the waits and events are set up before the counters are zeroed).
  *
  * It prints instructions per event for each and their ratio. Under valgrind redis-server
  * runs some 50× slower, so N is small (default 5,000).
@@ -60,6 +62,7 @@ async function startUnderCallgrind(): Promise<Instance> {
   );
   const url = `redis://127.0.0.1:${port}`;
   const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  probe.on("error", () => {}); // refused until valgrind has started the server
   for (let i = 0; ; i++) {
     try {
       await probe.connect();
@@ -82,13 +85,15 @@ function control(flag: "-z" | "-d", pid: number): void {
 
 /** Instructions in the last dump of the instance (the part after the zeroing). */
 function lastDumpInstructions(inst: Instance): number {
+  // callgrind_control -d writes callgrind.out.<pid>.<n> (n = 1, 2, …)
   const dumps = readdirSync(inst.dir)
-    .filter((f) => f.startsWith("callgrind.out."))
-    .sort((a, b) => Number(a.split(".").pop()) - Number(b.split(".").pop()));
-  const last = dumps.at(-1);
-  if (!last) throw new Error("no callgrind dump");
-  const m = /^summary:\s+(\d+)/m.exec(readFileSync(join(inst.dir, last), "utf8"));
-  if (!m) throw new Error("no summary in the callgrind dump");
+    .map((f) => /^callgrind\.out\.\d+\.(\d+)$/.exec(f))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .sort((a, b) => Number(a[1]) - Number(b[1]));
+  const last = dumps.at(-1)?.[0];
+  if (!last) throw new Error(`no callgrind dump in ${inst.dir}`);
+  const m = /^(?:summary|totals):\s+(\d+)/m.exec(readFileSync(join(inst.dir, last), "utf8"));
+  if (!m) throw new Error(`no instruction total in ${last}`);
   return Number(m[1]);
 }
 
@@ -155,7 +160,54 @@ const ingest = await measure("store.ingest", async (url) => {
   };
 });
 
+const match = await measure("store.match", async (url) => {
+  const res = createResources({
+    redisUrl: url,
+    prefix: "rm",
+    config: parseConfig({ partitions: 16 }),
+    logger: pino({ level: "silent" }),
+  });
+  // each run: N waits registered and N events ingested first (not counted: the counters are
+  // zeroed after the warm-up only), then the match of each event, which resolves its wait
+  const pending: Array<{ partition: number; streamId: string; eventKey: string }> = [];
+  const prepare = async (n: number) => {
+    const events = Array.from({ length: n }, () => event(seq++));
+    for (const e of events) {
+      await res.store.register("bench", {
+        runId: `r-${e.id}`,
+        position: "p",
+        eventType: e.type,
+        correlationId: e.correlationId,
+      });
+    }
+    for (let i = 0; i < n; i += BATCH) {
+      const chunk = events.slice(i, i + BATCH);
+      const results = await res.store.ingest("bench", "loader", chunk);
+      results.forEach((r, j) => {
+        const e = chunk[j];
+        if (r.status !== "accepted" || !e) return;
+        pending.push({
+          partition: res.store.keys.matchPartition("bench", e.type, e.correlationId),
+          streamId: r.event.streamId,
+          eventKey: res.store.keys.eventKey("bench", "loader", e.id),
+        });
+      });
+    }
+  };
+  await prepare(BATCH + EVENTS);
+  return async (n) => {
+    const batch = pending.splice(0, n);
+    const byPartition = new Map<number, typeof batch>();
+    for (const x of batch) byPartition.set(x.partition, [...(byPartition.get(x.partition) ?? []), x]);
+    for (const [p, list] of byPartition) {
+      for (let i = 0; i < list.length; i += 50) await res.store.match(p, list.slice(i, i + 50));
+    }
+    if (n === EVENTS) await res.close();
+  };
+});
+
 console.log(`\nRedis instructions per event (callgrind, ${EVENTS} events, AOF everysec)`);
 console.log(`raw XADD (pipelined)            ${Math.round(raw).toLocaleString("en-US")}`);
-console.log(`store.ingest (batches of ${BATCH})    ${Math.round(ingest).toLocaleString("en-US")}`);
+console.log(`store.ingest (batches of ${BATCH})   ${Math.round(ingest).toLocaleString("en-US")}`);
 console.log(`ratio ingest / XADD             ${(ingest / raw).toFixed(2)}`);
+console.log(`store.match (resolves one wait) ${Math.round(match).toLocaleString("en-US")}`);
