@@ -16,6 +16,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type ConfigInput, createResources, freePort, parseConfig, type Wait } from "@rendezvous/core";
+import { mulberry32 } from "@rendezvous/testkit/random";
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import { pino } from "pino";
@@ -49,16 +50,6 @@ const KEEP = argv.includes("--keep");
 /** breaks two things on purpose before the check, to show the checker catching them (exit 1) */
 const SABOTAGE = argv.includes("--sabotage");
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const random = mulberry32(SEED);
 const rand = (lo: number, hi: number) => lo + random() * (hi - lo);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -16,4 +16,12 @@ export { frameworkErrors, isUnavailable, toApiError } from "./http-errors.js";
 export { type EventOutcome, IngestSystem, type IngestSystemDeps, MAX_BATCH } from "./ingest.js";
 export { RateLimiter, type Take } from "./rate-limit.js";
 export { type IngestRoutesOptions, ingestRoutes } from "./routes.js";
-export { type Checked, EventValidator, type Issue, parseJsonBody, type Refused } from "./validation.js";
+export {
+  type Checked,
+  EventValidator,
+  type Issue,
+  MAX_JSON_DEPTH,
+  nestedDeeperThan,
+  parseJsonBody,
+  type Refused,
+} from "./validation.js";

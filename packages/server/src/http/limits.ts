@@ -67,17 +67,5 @@ export function limitOptions(limits: HttpLimits): Pick<
   };
 }
 
-/** Most levels of nesting of a payload or of wait metadata (the JSON body adds its own level). */
-export const MAX_JSON_DEPTH = 64;
-
-/** True when `value` nests objects/arrays deeper than `limit` levels (iterative: no recursion to overflow). */
-export function nestedDeeperThan(value: unknown, limit: number): boolean {
-  const stack: Array<[unknown, number]> = [[value, 0]];
-  while (stack.length > 0) {
-    const [v, depth] = stack.pop() as [unknown, number];
-    if (v === null || typeof v !== "object") continue;
-    if (depth + 1 > limit) return true;
-    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
-  }
-  return false;
-}
+/** Most levels of nesting of a payload or of wait metadata (the JSON body adds its own level): ingest's. */
+export { MAX_JSON_DEPTH, nestedDeeperThan } from "@rendezvous/ingest";
