@@ -244,6 +244,7 @@ describe("console (headless Chromium, real server and Redis)", () => {
   it("works from the keyboard alone, with a visible focus", async () => {
     const page = await newPage();
     await page.goto(`${server.url}/console/`);
+    await page.locator('input[name="token"]').waitFor(); // the page has rendered
     // (browser-side code as text: the server's tsconfig has no DOM types)
     const focused = () =>
       page.evaluate<{ tag: string; name: string | null; text: string | null; outline: string }>(`(() => {
