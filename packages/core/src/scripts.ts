@@ -55,8 +55,15 @@ function clock(now?: number): string {
 export function field(value: string): string {
   const n = Buffer.byteLength(value);
   if (n >= 2 ** 30) throw new RendezvousError("payload_too_large", "a packed field is limited to 1 GiB");
-  const d = (shift: number) => 48 + (Math.floor(n / 2 ** shift) & 63);
-  return String.fromCharCode(d(24), d(18), d(12), d(6), d(0)) + value;
+  return (
+    String.fromCharCode(
+      48 + (n >>> 24),
+      48 + ((n >>> 18) & 63),
+      48 + ((n >>> 12) & 63),
+      48 + ((n >>> 6) & 63),
+      48 + (n & 63),
+    ) + value
+  );
 }
 
 export function dedupEventsArgs(

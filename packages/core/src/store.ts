@@ -192,7 +192,7 @@ export class Store {
     call: (k: PartitionKeys, members: number[]) => ScriptCall,
     /** the script's reply for a call → one value per member (default: the reply is that list) */
     split: (reply: unknown, count: number) => unknown[] = (reply) => (Array.isArray(reply) ? reply : []),
-  ): Promise<Map<number, unknown>> {
+  ): Promise<unknown[]> {
     const groups = new Map<PartitionKeys, number[]>();
     for (const i of indices) {
       const k = partitionOf(i);
@@ -208,7 +208,8 @@ export class Store {
         (c): BatchCommand => ({ key: c.keys[0] ?? null, add: (pipeline) => void runScript(pipeline as Commander, c) }),
       ),
     );
-    const out = new Map<number, unknown>();
+    // one value per item index (a sparse array: items not in `indices` stay empty)
+    const out: unknown[] = [];
     entries.forEach(([, members], g) => {
       const [err, value] = results[g] ?? [null, null];
       if (err) throw err;
@@ -217,7 +218,7 @@ export class Store {
         throw new RendezvousError("internal", `${calls[g]?.script}: malformed batch reply`);
       }
       members.forEach((i, j) => {
-        out.set(i, values[j]);
+        out[i] = values[j];
       });
     });
     return out;
@@ -274,7 +275,7 @@ export class Store {
     const firstInBatch = new Map<string, number>();
     const sameInBatch: Array<[later: number, first: number]> = [];
     for (const i of all) {
-      const code = Number(dedup.get(i));
+      const code = Number(dedup[i]);
       const eventKey = (items[i] as Item).eventKey;
       const first = firstInBatch.get(eventKey);
       if (code === Code.PENDING && first !== undefined) sameInBatch.push([i, first]);
@@ -286,6 +287,8 @@ export class Store {
       } else throw failure(code);
     }
 
+    // the part of every event record this call writes that is the same for all of them
+    const headPrefix = `{"t":${JSON.stringify(tenant)},"pr":${JSON.stringify(producer)},"id":`;
     const appended = await this.perPartition(
       toAppend,
       (i) => this.keys.partition((items[i] as Item).matchPartition),
@@ -299,7 +302,7 @@ export class Store {
           return {
             eventKey: it.eventKey,
             matchKey: it.matchKey,
-            head: eventRecordHead(tenant, producer, it, retention),
+            head: eventRecordHead(headPrefix, it, retention),
           };
         });
         return appendEventsArgs(k, { keepMs, now, events });
@@ -317,7 +320,7 @@ export class Store {
 
     const duplicates: IngestResult[] = [];
     for (const i of toAppend) {
-      const [code, value] = asReply(appended.get(i), "appendEvents");
+      const [code, value] = asReply(appended[i], "appendEvents");
       const it = items[i] as Item;
       if (code === Code.EXISTS) {
         const event = toEventRecord(JSON.parse(String(value)) as RawEvent, this.now() ?? Date.now());
@@ -790,14 +793,13 @@ export class Store {
  * The payload is kept as canonical JSON text (`pl`).
  */
 function eventRecordHead(
-  tenant: string,
-  producer: string,
+  prefix: string,
   item: { input: EventInput; matchKey: string; payloadJson: string | undefined },
   retention: number,
 ): string {
   const e = item.input;
   const j = JSON.stringify;
-  let head = `{"t":${j(tenant)},"pr":${j(producer)},"id":${j(e.id)},"ty":${j(e.type)},"c":${j(e.correlationId)},"mk":${j(item.matchKey)}`;
+  let head = `${prefix}${j(e.id)},"ty":${j(e.type)},"c":${j(e.correlationId)},"mk":${j(item.matchKey)}`;
   if (e.occurredAt !== undefined) head += `,"oa":${j(e.occurredAt)}`;
   if (item.payloadJson !== undefined) head += `,"pl":${j(item.payloadJson)}`;
   return `${head},"rt":${retention}`;
