@@ -19,14 +19,29 @@ export interface Issue {
 /** Most levels of nesting of an event payload. */
 export const MAX_JSON_DEPTH = 64;
 
-/** True when `value` nests objects/arrays deeper than `limit` levels (iterative: no recursion to overflow). */
+/**
+ * True when `value` nests objects/arrays deeper than `limit` levels. Iterative (no
+ * recursion to overflow) and without a tuple per node: it runs for every event.
+ */
 export function nestedDeeperThan(value: unknown, limit: number): boolean {
-  const stack: Array<[unknown, number]> = [[value, 0]];
-  while (stack.length > 0) {
-    const [v, depth] = stack.pop() as [unknown, number];
+  const values: unknown[] = [value];
+  const depths: number[] = [0];
+  while (values.length > 0) {
+    const v = values.pop();
+    const depth = depths.pop() as number;
     if (v === null || typeof v !== "object") continue;
     if (depth + 1 > limit) return true;
-    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
+    if (Array.isArray(v)) {
+      for (const child of v) {
+        values.push(child);
+        depths.push(depth + 1);
+      }
+    } else {
+      for (const key in v) {
+        values.push((v as Record<string, unknown>)[key]);
+        depths.push(depth + 1);
+      }
+    }
   }
   return false;
 }
@@ -75,6 +90,7 @@ export function parseJsonBody(raw: Buffer): unknown {
  * holding `prototype`), or null. Iterative: no recursion to overflow.
  */
 export function poisonedPath(value: unknown): Array<string | number> | null {
+  if (!hasPoisonedKey(value)) return null; // the common case, without building paths
   const stack: Array<[unknown, Array<string | number>]> = [[value, []]];
   while (stack.length > 0) {
     const [v, path] = stack.pop() as [unknown, Array<string | number>];
@@ -95,6 +111,29 @@ export function poisonedPath(value: unknown): Array<string | number> | null {
     }
   }
   return null;
+}
+
+/** Whether `value` holds a prototype-poisoning key anywhere (no paths, no tuples). */
+function hasPoisonedKey(value: unknown): boolean {
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (v === null || typeof v !== "object") continue;
+    if (Array.isArray(v)) {
+      for (const child of v) stack.push(child);
+      continue;
+    }
+    for (const key in v) {
+      if (!Object.hasOwn(v, key)) continue;
+      const child = (v as Record<string, unknown>)[key];
+      if (key === "__proto__") return true;
+      if (key === "constructor" && child !== null && typeof child === "object" && Object.hasOwn(child, "prototype")) {
+        return true;
+      }
+      stack.push(child);
+    }
+  }
+  return false;
 }
 
 function zodPath(path: readonly PropertyKey[]): Array<string | number> {
