@@ -11,8 +11,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 import { createResources, parseConfig, type Resources } from "@rendezvous/core";
-import { Dispatcher, Matcher } from "@rendezvous/matcher";
-import { Queue } from "bullmq";
+import type { Queue } from "bullmq";
 import cliProgress from "cli-progress";
 import { pino } from "pino";
 import { buildApp } from "../../packages/server/src/http/app.js";
@@ -21,20 +20,10 @@ import { measureCeiling } from "../lib/ceiling.js";
 import { Stages } from "../lib/instrument.js";
 import { runPool } from "../lib/pool.js";
 import { info, startBenchRedis } from "../lib/redis.js";
-import {
-  correlationIds,
-  EVENT_TYPE,
-  load,
-  machine,
-  POSITION,
-  PRODUCER,
-  resources,
-  runId,
-  TENANT,
-} from "../lib/setup.js";
+import { correlationIds, EVENT_TYPE, load, machine, POSITION, PRODUCER, runId, TENANT } from "../lib/setup.js";
 import { sleep } from "../lib/stats.js";
 import { fmt, pct, printTable, progress, setProgressSink } from "../lib/table.js";
-import { AddedJobs, event, ingest, oneAtATime, paced, QUEUE, registerTargets, type Target, throughput } from "./e2e.js";
+import { event, ingest, oneAtATime, paced, registerTargets, startPath, type Target, throughput } from "./e2e.js";
 import { memoryCase, precision } from "./timeouts.js";
 
 const HOST_KEY = "hk_bench_all";
@@ -98,13 +87,8 @@ export async function main(): Promise<void> {
   const { Redis } = await import("ioredis");
   const admin = new Redis(server.url, { connectionName: "bench:admin" });
   const prefix = "all";
-  const api = resources(server.url, prefix, partitions);
-  const matcherRes = resources(server.url, prefix, partitions);
-  const dispatcherRes = resources(server.url, prefix, partitions);
-  const matcher = new Matcher(matcherRes);
-  const dispatcher = new Dispatcher(dispatcherRes);
-  const queue = new Queue(QUEUE, { connection: api.connect("bench-count"), prefix });
-  const added = new AddedJobs(api);
+  const path = startPath(server.url, prefix, partitions);
+  const { api, matcher, dispatcher, queue, added } = path;
   const stages = new Stages();
   const rows: Row[] = [];
   const closers: Array<() => Promise<void>> = [];
@@ -428,11 +412,7 @@ export async function main(): Promise<void> {
     progress(`results written to ${file.pathname}`);
   } finally {
     for (const close of closers) await close().catch(() => undefined);
-    await matcher.stop();
-    await dispatcher.stop();
-    await added.events.close();
-    await queue.close();
-    await Promise.all([api.close(), matcherRes.close(), dispatcherRes.close()]);
+    await path.close();
     await admin.quit();
     await server.stop();
   }

@@ -374,6 +374,29 @@ function stageRows(stages: Map<string, StageStats>, wallMs: number, events: numb
   ]);
 }
 
+/**
+ * The benchmarked path in this process: the producer's resources, a Matcher and a
+ * Dispatcher (each on its own connections, as separate roles would be), the
+ * continuation queue and the job counter; `close` stops and closes all of it.
+ */
+export function startPath(url: string, prefix: string, partitions: number) {
+  const api = resources(url, prefix, partitions);
+  const matcherRes = resources(url, prefix, partitions);
+  const dispatcherRes = resources(url, prefix, partitions);
+  const matcher = new Matcher(matcherRes);
+  const dispatcher = new Dispatcher(dispatcherRes);
+  const queue = new Queue(QUEUE, { connection: api.connect("bench-count"), prefix });
+  const added = new AddedJobs(api);
+  const close = async () => {
+    await matcher.stop();
+    await dispatcher.stop();
+    await added.events.close();
+    await queue.close();
+    await Promise.all([api.close(), matcherRes.close(), dispatcherRes.close()]);
+  };
+  return { api, matcherRes, dispatcherRes, matcher, dispatcher, queue, added, close };
+}
+
 export async function main(): Promise<void> {
   const args = parseArgs();
   const quick = args.flag("quick");
@@ -391,13 +414,8 @@ export async function main(): Promise<void> {
   const { Redis } = await import("ioredis");
   const admin = new Redis(server.url, { connectionName: "bench:admin" });
   const prefix = "e2e";
-  const api = resources(server.url, prefix, partitions);
-  const matcherRes = resources(server.url, prefix, partitions);
-  const dispatcherRes = resources(server.url, prefix, partitions);
-  const matcher = new Matcher(matcherRes);
-  const dispatcher = new Dispatcher(dispatcherRes);
-  const queue = new Queue(QUEUE, { connection: api.connect("bench-count"), prefix });
-  const added = new AddedJobs(api);
+  const path = startPath(server.url, prefix, partitions);
+  const { api, matcherRes, dispatcherRes, matcher, dispatcher, queue, added } = path;
 
   // stage timing: one wrapper per round trip of the path (see docs/benchmarks.md)
   const stages = new Stages();
@@ -568,11 +586,7 @@ export async function main(): Promise<void> {
     });
     progress(`results written to ${file}`);
   } finally {
-    await matcher.stop();
-    await dispatcher.stop();
-    await added.events.close();
-    await queue.close();
-    await Promise.all([api.close(), matcherRes.close(), dispatcherRes.close()]);
+    await path.close();
     await admin.quit();
     await server.stop();
   }
