@@ -15,11 +15,11 @@
  * It prints instructions per event for each and their ratio. Under valgrind redis-server
  * runs some 50× slower, so N is small (default 5,000).
  */
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createResources, freePort, parseConfig } from "@rendezvous/core";
+import { createResources, parseConfig, type RedisServer, startRedisServer } from "@rendezvous/core";
 import { Redis } from "ioredis";
 import { pino } from "pino";
 import { parseArgs } from "./lib/args.js";
@@ -29,53 +29,14 @@ const EVENTS = args.number("events", 5000);
 const BATCH = 500;
 const NOTE = "n".repeat(120);
 
-interface Instance {
-  url: string;
-  pid: number;
-  dir: string;
-  child: ChildProcess;
-}
-
-async function startUnderCallgrind(): Promise<Instance> {
+async function startUnderCallgrind(): Promise<RedisServer> {
   const dir = mkdtempSync(join(tmpdir(), "rdv-callgrind-"));
-  const port = await freePort();
-  const child = spawn(
-    "valgrind",
-    [
-      "--tool=callgrind",
-      `--callgrind-out-file=${join(dir, "callgrind.out.%p")}`,
-      "redis-server",
-      "--port",
-      String(port),
-      "--bind",
-      "127.0.0.1",
-      "--dir",
-      dir,
-      "--save",
-      "",
-      "--appendonly",
-      "yes",
-      "--appendfsync",
-      "everysec",
-    ],
-    { stdio: ["ignore", "ignore", "pipe"] },
-  );
-  const url = `redis://127.0.0.1:${port}`;
-  const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  probe.on("error", () => {}); // refused until valgrind has started the server
-  for (let i = 0; ; i++) {
-    try {
-      await probe.connect();
-      await probe.ping();
-      break;
-    } catch {
-      if (i > 200) throw new Error("redis-server under valgrind did not start (is valgrind installed?)");
-      probe.disconnect();
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
-  probe.disconnect();
-  return { url, pid: child.pid as number, dir, child };
+  return startRedisServer({
+    aof: true,
+    dir,
+    launcher: ["valgrind", "--tool=callgrind", `--callgrind-out-file=${join(dir, "callgrind.out.%p")}`],
+    startTimeoutMs: 60_000,
+  });
 }
 
 function control(flag: "-z" | "-d", pid: number): void {
@@ -84,7 +45,7 @@ function control(flag: "-z" | "-d", pid: number): void {
 }
 
 /** Instructions in the last dump of the instance (the part after the zeroing). */
-function lastDumpInstructions(inst: Instance): number {
+function lastDumpInstructions(inst: RedisServer): number {
   // callgrind_control -d writes callgrind.out.<pid>.<n> (n = 1, 2, …)
   const dumps = readdirSync(inst.dir)
     .map((f) => /^callgrind\.out\.\d+\.(\d+)$/.exec(f))
@@ -109,9 +70,7 @@ async function measure(name: string, prepare: (url: string) => Promise<(n: numbe
     process.stderr.write(`${name}: ${instructions.toLocaleString("en-US")} instructions for ${EVENTS} events\n`);
     return instructions / EVENTS;
   } finally {
-    const exited = new Promise((r) => inst.child.once("exit", r));
-    inst.child.kill("SIGTERM");
-    await exited;
+    await inst.stop();
     rmSync(inst.dir, { recursive: true, force: true });
   }
 }

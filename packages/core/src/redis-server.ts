@@ -20,6 +20,13 @@ export interface RedisServerOptions {
   dir?: string;
   /** port; a free one when absent */
   port?: number;
+  /**
+   * A command that runs redis-server (it is given `redis-server` and the arguments),
+   * e.g. `["valgrind", "--tool=callgrind"]` for bench:redis-instructions.
+   */
+  launcher?: string[];
+  /** how long it may take to answer PING @defaultValue 10000 */
+  startTimeoutMs?: number;
 }
 
 export interface RedisServer {
@@ -110,7 +117,8 @@ export async function startRedisServer(opts: RedisServerOptions = {}): Promise<R
       "no",
       ...(opts.args ?? []),
     ];
-    const child = spawn("redis-server", args, { stdio: ["ignore", "pipe", "pipe"] });
+    const [file, ...prefix] = [...(opts.launcher ?? []), "redis-server"];
+    const child = spawn(file as string, [...prefix, ...args], { stdio: ["ignore", "pipe", "pipe"] });
     let output = "";
     child.stdout?.on("data", (d) => {
       output = (output + d.toString()).slice(-4000);
@@ -119,7 +127,7 @@ export async function startRedisServer(opts: RedisServerOptions = {}): Promise<R
       output = (output + d.toString()).slice(-4000);
     });
     const spawnError = new Promise<Error>((resolve) => child.once("error", resolve));
-    const deadline = Date.now() + 10_000;
+    const deadline = Date.now() + (opts.startTimeoutMs ?? 10_000);
     let ready = false;
     while (Date.now() < deadline && child.exitCode === null) {
       const raced = await Promise.race([ping(port), spawnError.then((e) => e)]);
