@@ -14,7 +14,7 @@ import {
   type Resources,
   recentRejections,
   type Wait,
-  WaitState,
+  Wait as WaitSchema,
 } from "@rendezvous/core";
 import { authenticateHost, type CredentialIndex, type HostIdentity, readTenant } from "@rendezvous/ingest";
 import { continuationQueueName } from "@rendezvous/matcher";
@@ -22,6 +22,7 @@ import { Queue } from "bullmq";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { rates, type Sampler } from "./console-stats.js";
+import { ErrorBody, ListQuery } from "./host-routes.js";
 
 export interface ConsoleApiOptions {
   res: Resources;
@@ -31,28 +32,24 @@ export interface ConsoleApiOptions {
   boardPath: string;
 }
 
-const ErrorBody = z.object({ error: z.looseObject({ code: z.string(), message: z.string() }) });
 const errors = { 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 503: ErrorBody };
 
-const WaitRow = z.object({
-  id: z.string(),
-  tenant: z.string(),
-  runId: z.string(),
-  position: z.string(),
-  eventType: z.string(),
-  correlationId: z.string(),
-  state: WaitState,
-  createdAt: z.string(),
-  deadline: z.string().nullable(),
-  resolvedBy: z.string().nullable(),
-});
+/** A wait as one row of the waits page. */
+const WaitRow = WaitSchema.pick({
+  id: true,
+  tenant: true,
+  runId: true,
+  position: true,
+  eventType: true,
+  correlationId: true,
+  state: true,
+  createdAt: true,
+  deadline: true,
+}).extend({ resolvedBy: z.string().nullable() });
 
-export const ConsoleListQuery = z.strictObject({
+/** The host routes' list query, across tenants: smaller pages, longer (cross-tenant) cursors. */
+export const ConsoleListQuery = ListQuery.extend({
   tenant: z.string().min(1).max(64).optional(),
-  runId: z.string().min(1).max(200).optional(),
-  state: WaitState.optional(),
-  eventType: z.string().min(1).max(128).optional(),
-  correlationId: z.string().min(1).max(256).optional(),
   limit: z.coerce.number().int().min(1).max(200).default(50),
   cursor: z.string().max(4000).optional(),
 });

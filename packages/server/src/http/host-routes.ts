@@ -29,7 +29,8 @@ export interface HostRoutesOptions {
 const WaitId = z.object({ id: z.string().max(200) });
 const TenantQuery = z.object({ tenant: z.string().max(64).optional() });
 const WaitBody = z.object({ wait: Wait });
-const ErrorBody = z.object({
+/** The API's error envelope (response schema of every route). */
+export const ErrorBody = z.object({
   error: z.looseObject({ code: z.string(), message: z.string() }),
 });
 const errors = { 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody, 503: ErrorBody };
