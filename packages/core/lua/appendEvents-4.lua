@@ -37,16 +37,10 @@ if nowArg ~= "" then
   idArg = nowArg .. "-*"
 end
 
-local packed = ARGV[3]
-local eventKeys, matchKeys, heads, fields = {}, {}, {}, {}
-local pos = 1
-while pos <= #packed do
-  local eventKey
-  eventKey, pos = nextField(packed, pos)
-  eventKeys[#eventKeys + 1] = eventKey
-  fields[#fields + 1] = "e:" .. eventKey
-  matchKeys[#matchKeys + 1], pos = nextField(packed, pos)
-  heads[#heads + 1], pos = nextField(packed, pos)
+local rows = unpackRows(ARGV[3], 3)
+local eventKeys, matchKeys, heads, fields = rows[1], rows[2], rows[3], {}
+for n, eventKey in ipairs(eventKeys) do
+  fields[n] = "e:" .. eventKey
 end
 local stored = redis.call("HMGET", eventsKey, unpack(fields))
 

@@ -30,15 +30,10 @@
 local eventsKey, expiryKey = KEYS[1], KEYS[2]
 local windowMs = tonumber(ARGV[1])
 
-local packed = ARGV[3]
-local eventKeys, records, fields = {}, {}, {}
-local pos = 1
-while pos <= #packed do
-  local eventKey
-  eventKey, pos = nextField(packed, pos)
-  eventKeys[#eventKeys + 1] = eventKey
-  fields[#fields + 1] = "d:" .. eventKey
-  records[#records + 1], pos = nextField(packed, pos)
+local rows = unpackRows(ARGV[3], 2)
+local eventKeys, records, fields = rows[1], rows[2], {}
+for n, eventKey in ipairs(eventKeys) do
+  fields[n] = "d:" .. eventKey
 end
 local stored = redis.call("HMGET", eventsKey, unpack(fields))
 

@@ -98,6 +98,23 @@ local function nextField(s, pos)
   return string.sub(s, pos + 5, pos + 4 + len), pos + 5 + len
 end
 
+-- Splits a packed argument into rows of `width` fields (nextField each): returns one
+-- list per field position (columns[1] = every row's first field, ...).
+local function unpackRows(packed, width)
+  local columns = {}
+  for c = 1, width do
+    columns[c] = {}
+  end
+  local pos, n = 1, 0
+  while pos <= #packed do
+    n = n + 1
+    for c = 1, width do
+      columns[c][n], pos = nextField(packed, pos)
+    end
+  end
+  return columns
+end
+
 local function pushHistory(wait, entry)
   local h = wait["h"]
   if h == nil then
