@@ -20,19 +20,32 @@ function byteLength(value: string): number {
   return value.length;
 }
 
-/** Inverse of {@link encodeParts}. */
-export function decodeParts(encoded: string, count: number): string[] {
-  const buf = Buffer.from(encoded);
+/**
+ * Reads `count` length-prefixed parts from the UTF-8 bytes `buf` at byte `pos`: their
+ * values and the byte position after them. The one parser of the encoding.
+ * @throws Error on malformed input
+ */
+export function readParts(buf: Buffer, pos: number, count: number): { parts: string[]; end: number } {
   const parts: string[] = [];
-  let pos = 0;
   for (let i = 0; i < count; i++) {
     const colon = buf.indexOf(0x3a, pos);
-    if (colon < 0) throw new Error("malformed encoded key");
-    const len = Number(buf.subarray(pos, colon).toString());
+    const len = colon < 0 ? Number.NaN : Number(buf.subarray(pos, colon).toString());
+    if (!Number.isInteger(len) || colon + 1 + len > buf.length) throw new Error("malformed length-prefixed parts");
     parts.push(buf.subarray(colon + 1, colon + 1 + len).toString());
     pos = colon + 1 + len;
   }
-  return parts;
+  return { parts, end: pos };
+}
+
+/** Inverse of {@link encodeParts}. */
+export function decodeParts(encoded: string, count: number): string[] {
+  return readParts(Buffer.from(encoded), 0, count).parts;
+}
+
+/** What follows the first `count` encoded parts of `encoded`. */
+export function afterParts(encoded: string, count: number): string {
+  const buf = Buffer.from(encoded);
+  return buf.subarray(readParts(buf, 0, count).end).toString();
 }
 
 /**
@@ -42,16 +55,10 @@ export function decodeParts(encoded: string, count: number): string[] {
 export function splitEncodings(concatenated: string, arity: number): string[] {
   const buf = Buffer.from(concatenated);
   const out: string[] = [];
-  let pos = 0;
-  while (pos < buf.length) {
-    const start = pos;
-    for (let i = 0; i < arity; i++) {
-      const colon = buf.indexOf(0x3a, pos);
-      if (colon < 0) throw new Error("malformed concatenated encodings");
-      pos = colon + 1 + Number(buf.subarray(pos, colon).toString());
-    }
-    if (pos > buf.length) throw new Error("malformed concatenated encodings");
-    out.push(buf.subarray(start, pos).toString());
+  for (let pos = 0; pos < buf.length; ) {
+    const { end } = readParts(buf, pos, arity);
+    out.push(buf.subarray(pos, end).toString());
+    pos = end;
   }
   return out;
 }

@@ -6,7 +6,7 @@
 
 import type { ChainableCommander } from "ioredis";
 import { execBatch } from "./batch.js";
-import { decodeParts, encodeParts } from "./encoding.js";
+import { afterParts, decodeParts, encodeParts } from "./encoding.js";
 import { RendezvousError } from "./errors.js";
 import { MATCHER_GROUP } from "./keys.js";
 import { iso } from "./records.js";
@@ -53,16 +53,6 @@ function decodeCursor(raw: string | undefined): Cursor {
   throw new RendezvousError("invalid_request", "invalid cursor", {
     issues: [{ path: ["cursor"], message: "invalid" }],
   });
-}
-
-function skipParts(member: string, parts: number): string {
-  const buf = Buffer.from(member);
-  let pos = 0;
-  for (let i = 0; i < parts; i++) {
-    const colon = buf.indexOf(0x3a, pos);
-    pos = colon + 1 + Number(buf.subarray(pos, colon).toString());
-  }
-  return buf.subarray(pos).toString();
 }
 
 /** The waits of a tenant matching a filter, a page at a time, through the indexes. */
@@ -229,7 +219,7 @@ export async function nearMisses(
       const sameType = type === eventType;
       const sameCorr = corr === correlationId;
       if (sameType === sameCorr) continue; // an exact match is not a miss; unrelated is not near
-      const rest = skipParts(member, 3);
+      const rest = afterParts(member, 3);
       const streamId = rest.slice(0, 26);
       const [, producer = "", id = ""] = decodeParts(rest.slice(26), 3);
       const ms = Number(streamId.split("-")[0]);

@@ -2,7 +2,7 @@
  * The records the Lua transitions keep (cjson, short field names) and their
  * mapping to the API shapes. Only this module knows the short names.
  */
-import { decodeParts } from "./encoding.js";
+import { decodeParts, readParts } from "./encoding.js";
 import type {
   EventRecord,
   EventRef,
@@ -86,16 +86,8 @@ export function dedupMatchPartition(raw: string): number {
 export function parseWaitRecord(raw: string): RawWait {
   if (raw.startsWith("{")) return JSON.parse(raw) as RawWait;
   const buf = Buffer.from(raw);
-  const parts: string[] = [];
-  let pos = 0;
-  for (let i = 0; i < 3; i++) {
-    const colon = buf.indexOf(0x3a, pos);
-    const len = Number(buf.subarray(pos, colon).toString());
-    if (colon < 0 || !Number.isInteger(len)) throw new Error("malformed wait record");
-    parts.push(buf.subarray(colon + 1, colon + 1 + len).toString());
-    pos = colon + 1 + len;
-  }
-  const [ca = "", dl = "", sn = ""] = buf.subarray(pos).toString().split(",");
+  const { parts, end } = readParts(buf, 0, 3);
+  const [ca = "", dl = "", sn = ""] = buf.subarray(end).toString().split(",");
   const wait: RawWait = {
     mk: parts[0] as string,
     r: parts[1] as string,
