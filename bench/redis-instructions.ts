@@ -14,9 +14,12 @@
  *
  * It prints instructions per event for each and their ratio. Under valgrind redis-server
  * runs some 50× slower, so N is small (default 5,000).
+ *
+ * `--only raw|ingest|match` runs one case; `--keep DIR` copies each case's dump to
+ * DIR/<case>.callgrind for `callgrind_annotate --inclusive=yes DIR/ingest.callgrind`.
  */
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createResources, parseConfig, type RedisServer, startRedisServer } from "@rendezvous/core";
@@ -28,6 +31,9 @@ const args = parseArgs();
 const EVENTS = args.number("events", 5000);
 const BATCH = 500;
 const NOTE = "n".repeat(120);
+const ONLY = args.string("only", "");
+const KEEP = args.string("keep", "");
+if (ONLY && !["raw", "ingest", "match"].includes(ONLY)) throw new Error("--only takes raw, ingest or match");
 
 async function startUnderCallgrind(): Promise<RedisServer> {
   const dir = mkdtempSync(join(tmpdir(), "rdv-callgrind-"));
@@ -45,7 +51,7 @@ function control(flag: "-z" | "-d", pid: number): void {
 }
 
 /** Instructions in the last dump of the instance (the part after the zeroing). */
-function lastDumpInstructions(inst: RedisServer): number {
+function lastDumpInstructions(inst: RedisServer, name: string): number {
   // callgrind_control -d writes callgrind.out.<pid>.<n> (n = 1, 2, …)
   const dumps = readdirSync(inst.dir)
     .map((f) => /^callgrind\.out\.\d+\.(\d+)$/.exec(f))
@@ -53,12 +59,20 @@ function lastDumpInstructions(inst: RedisServer): number {
     .sort((a, b) => Number(a[1]) - Number(b[1]));
   const last = dumps.at(-1)?.[0];
   if (!last) throw new Error(`no callgrind dump in ${inst.dir}`);
+  if (KEEP) {
+    mkdirSync(KEEP, { recursive: true });
+    copyFileSync(join(inst.dir, last), join(KEEP, `${name}.callgrind`));
+  }
   const m = /^(?:summary|totals):\s+(\d+)/m.exec(readFileSync(join(inst.dir, last), "utf8"));
   if (!m) throw new Error(`no instruction total in ${last}`);
   return Number(m[1]);
 }
 
-async function measure(name: string, prepare: (url: string) => Promise<(n: number) => Promise<void>>): Promise<number> {
+async function measure(
+  name: "raw" | "ingest" | "match",
+  prepare: (url: string) => Promise<(n: number) => Promise<void>>,
+): Promise<number> {
+  if (ONLY && ONLY !== name) return Number.NaN;
   const inst = await startUnderCallgrind();
   try {
     const run = await prepare(inst.url);
@@ -66,7 +80,7 @@ async function measure(name: string, prepare: (url: string) => Promise<(n: numbe
     control("-z", inst.pid);
     await run(EVENTS);
     control("-d", inst.pid);
-    const instructions = lastDumpInstructions(inst);
+    const instructions = lastDumpInstructions(inst, name);
     process.stderr.write(`${name}: ${instructions.toLocaleString("en-US")} instructions for ${EVENTS} events\n`);
     return instructions / EVENTS;
   } finally {
@@ -84,7 +98,7 @@ const event = (n: number) => ({
   payload: { amount: n, note: NOTE },
 });
 
-const raw = await measure("raw XADD", async (url) => {
+const raw = await measure("raw", async (url) => {
   const redis = new Redis(url);
   const keys = Array.from({ length: 16 }, (_, p) => `{raw:p${p}}:s`);
   return async (n) => {
@@ -100,7 +114,7 @@ const raw = await measure("raw XADD", async (url) => {
   };
 });
 
-const ingest = await measure("store.ingest", async (url) => {
+const ingest = await measure("ingest", async (url) => {
   const res = createResources({
     redisUrl: url,
     prefix: "ri",
@@ -119,7 +133,7 @@ const ingest = await measure("store.ingest", async (url) => {
   };
 });
 
-const match = await measure("store.match", async (url) => {
+const match = await measure("match", async (url) => {
   const res = createResources({
     redisUrl: url,
     prefix: "rm",
@@ -165,8 +179,9 @@ const match = await measure("store.match", async (url) => {
   };
 });
 
+const count = (n: number) => (Number.isNaN(n) ? "-" : Math.round(n).toLocaleString("en-US"));
 console.log(`\nRedis instructions per event (callgrind, ${EVENTS} events, AOF everysec)`);
-console.log(`raw XADD (pipelined)            ${Math.round(raw).toLocaleString("en-US")}`);
-console.log(`store.ingest (batches of ${BATCH})   ${Math.round(ingest).toLocaleString("en-US")}`);
+console.log(`raw XADD (pipelined)            ${count(raw)}`);
+console.log(`store.ingest (batches of ${BATCH})   ${count(ingest)}`);
 console.log(`ratio ingest / XADD             ${(ingest / raw).toFixed(2)}`);
-console.log(`store.match (resolves one wait) ${Math.round(match).toLocaleString("en-US")}`);
+console.log(`store.match (resolves one wait) ${count(match)}`);

@@ -37,6 +37,10 @@ if nowArg ~= "" then
   idArg = nowArg .. "-*"
 end
 
+-- strings, not numbers: Redis would format each number argument or concatenated
+-- number through sprintf
+local CREATED, EXISTS = tostring(C_CREATED), tostring(C_EXISTS)
+
 local rows = unpackRows(ARGV[3], 3)
 local eventKeys, matchKeys, heads, fields = rows[1], rows[2], rows[3], {}
 for n, eventKey in ipairs(eventKeys) do
@@ -56,7 +60,7 @@ end
 if #fresh == 0 then
   local codes = {}
   for n = 1, #fields do
-    codes[n] = C_EXISTS
+    codes[n] = EXISTS
   end
   return { "", table.concat(codes), stored }
 end
@@ -71,16 +75,16 @@ for n = 1, #fields do
   local eventKey = eventKeys[n]
   local existing = stored[n] or writtenNow[eventKey]
   if existing then
-    codes[n] = C_EXISTS
+    codes[n] = EXISTS
     existingRecords[#existingRecords + 1] = existing
   else
     local record = heads[n] .. suffix
     writtenNow[eventKey] = record
     records[#records + 1] = fields[n]
     records[#records + 1] = record
-    inflight[#inflight + 1] = 0
+    inflight[#inflight + 1] = "0"
     inflight[#inflight + 1] = matchKeys[n] .. pad .. eventKey
-    codes[n] = C_CREATED
+    codes[n] = CREATED
   end
 end
 redis.call("HSET", eventsKey, unpack(records))

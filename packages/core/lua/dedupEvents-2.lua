@@ -30,6 +30,9 @@
 local eventsKey, expiryKey = KEYS[1], KEYS[2]
 local windowMs = tonumber(ARGV[1])
 
+-- the reply digits as strings: table.concat of numbers would format each through sprintf
+local CREATED, PENDING, CONFLICT = tostring(C_CREATED), tostring(C_PENDING), tostring(C_CONFLICT)
+
 local rows = unpackRows(ARGV[3], 2)
 local eventKeys, records, fields = rows[1], rows[2], {}
 for n, eventKey in ipairs(eventKeys) do
@@ -46,7 +49,7 @@ for n = 1, #fields do
     writes[#writes + 1] = fields[n]
     writes[#writes + 1] = record
     claimed[#claimed + 1] = eventKey
-    replies[n] = C_CREATED
+    replies[n] = CREATED
   else
     if string.byte(existing, 1) == 123 then
       -- a JSON record of an earlier version: {h = content hash, mp = match partition}
@@ -54,9 +57,9 @@ for n = 1, #fields do
       existing = old["h"] .. "|" .. old["mp"]
     end
     if existing == record then
-      replies[n] = C_PENDING
+      replies[n] = PENDING
     else
-      replies[n] = C_CONFLICT
+      replies[n] = CONFLICT
     end
   end
 end

@@ -17,6 +17,30 @@ describe("ingest: dedup and append", () => {
     expect(await h.redis.xlen(h.store.keys.partition(first.partition).stream)).toBe(1);
   });
 
+  it("multi-byte ids, correlation ids and payloads pack byte-exact: accepted, then duplicates of themselves", async () => {
+    const h = makeStore();
+    const units = ["é", "日本", "🙂", "ß:", "a"];
+    const events = Array.from({ length: 40 }, (_, i) => {
+      const u = units[i % units.length] as string;
+      return event(`${u.repeat(1 + ((i * 37) % 100))}-${i}`, `job-${u.repeat(i % 7)}`, {
+        payload: { text: u.repeat(i * 11), n: i },
+      });
+    });
+    const first = await h.store.ingest("acme", "svc", events);
+    expect(first.map((r) => r.status)).toEqual(events.map(() => "accepted"));
+    const again = await h.store.ingest("acme", "svc", events);
+    expect(again.map((r) => r.status)).toEqual(events.map(() => "duplicate"));
+    again.forEach((r, i) => {
+      const e = events[i];
+      if (r.status !== "duplicate" || !e) throw new Error("expected a duplicate");
+      expect(r.event).toMatchObject({ id: e.id, correlationId: e.correlationId });
+    });
+    const changed = await h.store.ingest("acme", "svc", [
+      { ...(events[3] as (typeof events)[number]), payload: { text: "🙃" } },
+    ]);
+    expect(changed[0]?.status).toBe("rejected");
+  });
+
   it("the same event id with other content is a conflict, whatever the type or correlation id", async () => {
     const h = makeStore();
     await ingestOne(h, event("e1", "job-1"));
