@@ -43,8 +43,8 @@ local CREATED, EXISTS = tostring(C_CREATED), tostring(C_EXISTS)
 
 local rows = unpackRows(ARGV[3], 3)
 local eventKeys, matchKeys, heads, fields = rows[1], rows[2], rows[3], {}
-for n, eventKey in ipairs(eventKeys) do
-  fields[n] = "e:" .. eventKey
+for n = 1, #eventKeys do
+  fields[n] = "e:" .. eventKeys[n]
 end
 local stored = redis.call("HMGET", eventsKey, unpack(fields))
 

@@ -35,8 +35,8 @@ local CREATED, PENDING, CONFLICT = tostring(C_CREATED), tostring(C_PENDING), tos
 
 local rows = unpackRows(ARGV[3], 2)
 local eventKeys, records, fields = rows[1], rows[2], {}
-for n, eventKey in ipairs(eventKeys) do
-  fields[n] = "d:" .. eventKey
+for n = 1, #eventKeys do
+  fields[n] = "d:" .. eventKeys[n]
 end
 local stored = redis.call("HMGET", eventsKey, unpack(fields))
 

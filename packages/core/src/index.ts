@@ -79,6 +79,7 @@ export { defineScripts } from "./scripts.js";
 export {
   type ConsumeResult,
   type DeliverRequest,
+  type IngestInput,
   type IngestResult,
   type MatchResult,
   REJECTIONS_KEPT,

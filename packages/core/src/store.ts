@@ -139,6 +139,13 @@ function toMs(isoTime: string | undefined): number | undefined {
   return isoTime === undefined ? undefined : Date.parse(isoTime);
 }
 
+/**
+ * An event to ingest. `canonicalPayload`, when the caller has it already, must be
+ * `canonicalJson(payload)` (the ingest API computes it to size the event); the
+ * Store computes it otherwise.
+ */
+export type IngestInput = EventInput & { canonicalPayload?: string };
+
 export class Store {
   readonly keys: KeyLayout;
   readonly redis: RedisLike;
@@ -234,7 +241,7 @@ export class Store {
    * producer's retry finds its claim and appends; an event key appended before answers
    * `duplicate` with the original, whichever attempt appended it.
    */
-  async ingest(tenant: string, producer: string, events: EventInput[]): Promise<IngestResult[]> {
+  async ingest(tenant: string, producer: string, events: IngestInput[]): Promise<IngestResult[]> {
     const now = this.now();
     const items = events.map((e) => {
       const eventKey = this.keys.eventKey(tenant, producer, e.id);
@@ -242,7 +249,7 @@ export class Store {
       const matchPartition = this.keys.place(matchKey);
       // The payload is kept in canonical form (sorted keys, as a JSON column of a
       // database would): one serialization serves the content hash and the record.
-      const payloadJson = e.payload === undefined ? undefined : canonicalJson(e.payload);
+      const payloadJson = e.payload === undefined ? undefined : (e.canonicalPayload ?? canonicalJson(e.payload));
       const content = canonicalContent(e, payloadJson);
       return {
         input: e,
@@ -319,6 +326,7 @@ export class Store {
     failpoint("ingest.after-append");
 
     const duplicates: IngestResult[] = [];
+    const acceptedAtOf = new Map<string, string>();
     for (const i of toAppend) {
       const [code, value] = asReply(appended[i], "appendEvents");
       const it = items[i] as Item;
@@ -329,6 +337,12 @@ export class Store {
         continue;
       }
       const sid = String(value);
+      // the events of one append call share their stream id: one date per call
+      let acceptedAt = acceptedAtOf.get(sid);
+      if (acceptedAt === undefined) {
+        acceptedAt = iso(Number(sid.slice(0, sid.indexOf("-"))));
+        acceptedAtOf.set(sid, acceptedAt);
+      }
       results[i] = {
         status: "accepted",
         event: {
@@ -338,7 +352,7 @@ export class Store {
           type: it.input.type,
           correlationId: it.input.correlationId,
           occurredAt: it.input.occurredAt ?? null,
-          acceptedAt: iso(Number(sid.slice(0, sid.indexOf("-")))),
+          acceptedAt,
           streamId: sid,
           status: "pending",
           matchedWaits: [],

@@ -5,8 +5,9 @@
  * refused event.
  */
 import {
-  type EventInput,
+  canonicalJson,
   type EventRecord,
+  type IngestInput,
   type Logger,
   type Metrics,
   RendezvousError,
@@ -33,7 +34,7 @@ export interface IngestSystemDeps {
   maxPayloadBytes: number;
 }
 
-type Slot = { kind: "valid"; event: EventInput } | ({ kind: "refused" } & Refused);
+type Slot = { kind: "valid"; event: IngestInput } | ({ kind: "refused" } & Refused);
 
 export class IngestSystem {
   readonly #d: IngestSystemDeps;
@@ -54,12 +55,21 @@ export class IngestSystem {
    * @throws RendezvousError `invalid_event` when the body itself is not such an object
    */
   async batch(producer: ProducerIdentity, body: unknown): Promise<EventOutcome[]> {
-    const events = batchEvents(body);
-    const slots = events.map((raw): Slot => {
-      if (Buffer.byteLength(JSON.stringify(raw)) > this.#d.maxPayloadBytes) {
-        return tooLarge(raw, this.#d.maxPayloadBytes);
+    const max = this.#d.maxPayloadBytes;
+    const slots = batchEvents(body).map((raw): Slot => {
+      const checked = this.#check(producer, raw);
+      if (checked.kind === "refused") {
+        // too large wins over invalid, as it would for the body of a single send
+        return Buffer.byteLength(JSON.stringify(raw)) > max ? tooLarge(raw, max) : checked;
       }
-      return this.#check(producer, raw);
+      // A valid event is measured from its parts: the canonical payload (which the
+      // Store needs anyway) is as long as its JSON.stringify, so the payload is
+      // serialized once, not twice.
+      const event = checked.event;
+      if (event.payload !== undefined) event.canonicalPayload = canonicalJson(event.payload);
+      return serializedBytes(raw as Record<string, unknown>, event.canonicalPayload) > max
+        ? tooLarge(raw, max)
+        : checked;
     });
     return this.run(producer, slots);
   }
@@ -152,6 +162,25 @@ function refusalDetail(error: RendezvousError): string {
     .map((i) => `${i.path.join(".") || "(event)"}: ${i.message}`)
     .join("; ");
   return `${error.message}: ${first}`.slice(0, 300);
+}
+
+/**
+ * `Buffer.byteLength(JSON.stringify(raw))` of a valid event (an object of the envelope's
+ * keys), its payload measured by its canonical JSON, which has the same length.
+ */
+export function serializedBytes(raw: Record<string, unknown>, canonicalPayload: string | undefined): number {
+  const keys = Object.keys(raw);
+  if (keys.length === 0) return 2;
+  let bytes = 1; // "{"
+  for (const key of keys) {
+    // the envelope's keys are ASCII: quotes, colon, and a comma or the closing brace
+    bytes += key.length + 4;
+    bytes +=
+      key === "payload" && canonicalPayload !== undefined
+        ? Buffer.byteLength(canonicalPayload)
+        : Buffer.byteLength(JSON.stringify(raw[key]));
+  }
+  return bytes;
 }
 
 function tooLarge(raw: unknown, max: number): Slot {

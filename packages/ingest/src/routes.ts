@@ -129,7 +129,10 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
     const events = (body as { events?: unknown } | null)?.events;
     limit(producer, Array.isArray(events) ? Math.min(Math.max(events.length, 1), MAX_BATCH) : 1);
     const outcomes = await ingest.batch(producer, body);
-    return reply.code(200).send({ results: outcomes.map(batchResult) });
+    // Encoded once here: given a string, the reply would measure its UTF-8 length and
+    // the socket would encode it again.
+    const json = Buffer.from(JSON.stringify({ results: outcomes.map(batchResult) }));
+    return reply.code(200).type("application/json; charset=utf-8").send(json);
   });
 
   // The id is a wildcard: a parametric segment is capped by the server's maxParamLength

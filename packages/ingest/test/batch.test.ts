@@ -1,5 +1,7 @@
-import type { Store } from "@rendezvous/core";
+import { canonicalJson, type Store } from "@rendezvous/core";
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { serializedBytes } from "../src/ingest.js";
 import { ev, makeApp, publish, publishBatch, send, snapshot, streamLength } from "./helpers.js";
 
 /** Counts the Store's ingest calls (the real Store runs underneath). */
@@ -131,5 +133,30 @@ describe("POST /v1/events/batch", () => {
     expect(await h.store.rejections("acme", "order.refunded", "job-f1")).toMatchObject([
       { producer: "billing", eventId: "f1", reason: "forbidden_event_type" },
     ]);
+  });
+});
+
+describe("the size of a batched event", () => {
+  it("measured from its parts is its serialized size (Buffer.byteLength(JSON.stringify(event)))", () => {
+    const text = fc.string({ unit: "grapheme", maxLength: 40 });
+    fc.assert(
+      fc.property(
+        fc.record(
+          {
+            id: text,
+            type: fc.constantFrom("job.done", "order.paid"),
+            correlationId: text,
+            occurredAt: fc.constantFrom("2026-11-30T04:00:00Z", "2026-11-30T05:00:00.123+01:00"),
+            payload: fc.dictionary(text, fc.jsonValue({ maxDepth: 3 }), { maxKeys: 6 }),
+          },
+          { requiredKeys: ["id"] },
+        ),
+        (raw) => {
+          const payload = raw.payload === undefined ? undefined : canonicalJson(raw.payload);
+          expect(serializedBytes(raw, payload)).toBe(Buffer.byteLength(JSON.stringify(raw)));
+        },
+      ),
+      { numRuns: 2000, seed: 20261130 },
+    );
   });
 });

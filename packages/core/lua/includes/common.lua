@@ -92,10 +92,11 @@ end
 -- The next field of a packed argument at pos: a 5-character length header (base 64,
 -- digit = byte - 48, most significant first; src/scripts.ts writes it) then that many
 -- bytes. Returns the bytes and the position after them. No number parsing: cheap.
+local byteAt, substring = string.byte, string.sub -- upvalues: no global lookups per field
 local function nextField(s, pos)
-  local a, b, c, d, e = string.byte(s, pos, pos + 4)
+  local a, b, c, d, e = byteAt(s, pos, pos + 4)
   local len = ((((a - 48) * 64 + (b - 48)) * 64 + (c - 48)) * 64 + (d - 48)) * 64 + (e - 48)
-  return string.sub(s, pos + 5, pos + 4 + len), pos + 5 + len
+  return substring(s, pos + 5, pos + 4 + len), pos + 5 + len
 end
 
 -- Splits a packed argument into rows of `width` fields (nextField each): returns one
