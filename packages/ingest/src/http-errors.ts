@@ -65,3 +65,20 @@ export function frameworkErrors(error: Error, _request: FastifyRequest, reply: F
       : toApiError(error, false);
   void reply.code(apiError.statusCode).send(apiError.toJSON());
 }
+
+/** The most body bytes a 413 answer lets the client send after refusing them. */
+const MAX_LINGER_BYTES = 64 * 1024 * 1024;
+
+/**
+ * After a 413, keeps the connection so the client reads the answer. Fastify closes
+ * the connection while the client may still be writing the body: the client then
+ * sees a broken pipe instead of the answer (and a retrying client tries again).
+ * Like nginx's lingering close, this lets Node read and discard the rest of the
+ * body instead, bounded by the request timeout and, for a declared length, by
+ * MAX_LINGER_BYTES.
+ */
+export function lingerAfterTooLarge(apiError: RendezvousError, request: FastifyRequest, reply: FastifyReply): void {
+  if (apiError.code !== "payload_too_large") return;
+  const declared = Number(request.headers["content-length"] ?? Number.NaN);
+  if (Number.isNaN(declared) || declared <= MAX_LINGER_BYTES) void reply.removeHeader("connection");
+}

@@ -26,7 +26,7 @@ import {
   type ProducerIdentity,
   readTenant,
 } from "./auth.js";
-import { toApiError } from "./http-errors.js";
+import { lingerAfterTooLarge, toApiError } from "./http-errors.js";
 import { type EventOutcome, IngestSystem, MAX_BATCH } from "./ingest.js";
 import { RateLimiter } from "./rate-limit.js";
 import { EventValidator, invalidEvent, parseJsonBody, poisonedPath } from "./validation.js";
@@ -97,6 +97,7 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
       // the claimed producer is no secret; the credential headers are never logged
       logger.debug({ code: apiError.code, claimed: request.headers["rendezvous-producer"] }, "request refused");
     }
+    lingerAfterTooLarge(apiError, request, reply);
     const retryAfter = apiError.details.retryAfter;
     if (typeof retryAfter === "number") void reply.header("retry-after", String(retryAfter));
     return reply.code(apiError.statusCode).send(apiError.toJSON());

@@ -6,7 +6,7 @@
  */
 import fastifySwagger from "@fastify/swagger";
 import { RendezvousError, type Resources } from "@rendezvous/core";
-import { frameworkErrors, indexCredentials, ingestRoutes, toApiError } from "@rendezvous/ingest";
+import { frameworkErrors, indexCredentials, ingestRoutes, lingerAfterTooLarge, toApiError } from "@rendezvous/ingest";
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, LogController } from "fastify";
 import {
   hasZodFastifySchemaValidationErrors,
@@ -112,6 +112,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     if (apiError.statusCode >= 500) {
       request.log.error({ err, url: request.url, method: request.method }, "request failed");
     }
+    lingerAfterTooLarge(apiError, request, reply);
     return reply.code(apiError.statusCode).send(apiError.toJSON());
   });
   app.setNotFoundHandler((_request, reply) => {
