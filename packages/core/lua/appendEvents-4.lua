@@ -89,5 +89,5 @@ for n = 1, #fields do
 end
 redis.call("HSET", eventsKey, unpack(records))
 redis.call("ZADD", inflightKey, unpack(inflight))
-redis.call("ZADD", expiryKey, tonumber(ms) + keepMs, "E:" .. table.concat(fresh))
+redis.call("ZADD", expiryKey, intText(tonumber(ms) + keepMs), "E:" .. table.concat(fresh))
 return { sid, table.concat(codes), existingRecords }

@@ -30,5 +30,5 @@ if found[1] then
   end
   return { C_CONFLICT, existing }
 end
-redis.call("ZADD", runsKey, 0, runPosition .. wait .. defHash)
+redis.call("ZADD", runsKey, "0", runPosition .. wait .. defHash)
 return { C_CREATED, wait }

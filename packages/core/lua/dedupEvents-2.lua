@@ -65,6 +65,6 @@ for n = 1, #fields do
 end
 if #claimed > 0 then
   redis.call("HSET", eventsKey, unpack(writes))
-  redis.call("ZADD", expiryKey, nowMs(ARGV[2]) + windowMs, "D:" .. table.concat(claimed))
+  redis.call("ZADD", expiryKey, intText(nowMs(ARGV[2]) + windowMs), "D:" .. table.concat(claimed))
 end
 return table.concat(replies)

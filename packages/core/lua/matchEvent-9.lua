@@ -82,7 +82,7 @@ end
 local ik = indexKey(mk)
 local from = "[" .. ik
 while #matched < fanoutCap do
-  local page = redis.call("ZRANGEBYLEX", keys.waiting, from, "(" .. ik .. "\255", "LIMIT", 0, fanoutCap)
+  local page = redis.call("ZRANGEBYLEX", keys.waiting, from, "(" .. ik .. "\255", "LIMIT", "0", ARGV[3])
   for _, member in ipairs(page) do
     if #matched >= fanoutCap then
       break
@@ -110,7 +110,7 @@ local settledNow = {}
 for _, waitId in ipairs(matched) do
   settledNow[waitId] = true
 end
-local members = redis.call("ZRANGEBYLEX", keys.done, "[" .. ik, "(" .. ik .. "\255", "LIMIT", 0, fanoutCap)
+local members = redis.call("ZRANGEBYLEX", keys.done, "[" .. ik, "(" .. ik .. "\255", "LIMIT", "0", ARGV[3])
 for _, member in ipairs(members) do
   local waitId = idPrefix .. string.sub(member, #ik + 1)
   -- (a wait this very event just resolved is not late for it: not even loaded)
@@ -137,8 +137,8 @@ else
   else
     ev["st"] = "b"
   end
-  redis.call("ZADD", keys.inbox, 0, member)
-  redis.call("ZADD", keys.expiry, at + ev["rt"], "b:" .. eventKey)
+  redis.call("ZADD", keys.inbox, "0", member)
+  redis.call("ZADD", keys.expiry, intText(at + ev["rt"]), "b:" .. eventKey)
 end
 ev["mo"] = ev["st"]
 if #matched > 0 then ev["mw"] = matched end

@@ -82,8 +82,8 @@ for _, member in ipairs(candidates) do
 end
 
 saveWait(keys.waits, waitId, wait)
-redis.call("ZADD", keys.waiting, 0, waitMember(wait, waitId))
+redis.call("ZADD", keys.waiting, "0", waitMember(wait, waitId))
 if deadline ~= nil then
-  redis.call("ZADD", keys.deadlines, deadline, waitId)
+  redis.call("ZADD", keys.deadlines, intText(deadline), waitId)
 end
 return { C_CREATED, cjson.encode(wait) }

@@ -208,9 +208,9 @@ local function settleWait(keys, waitId, wait, state, resolution, historyEntry, n
   saveWait(keys.waits, waitId, wait)
   local member = waitMember(wait, waitId)
   redis.call("ZREM", keys.waiting, member)
-  redis.call("ZADD", keys.done, 0, member)
+  redis.call("ZADD", keys.done, "0", member)
   redis.call("ZREM", keys.deadlines, waitId)
-  redis.call("ZADD", keys.expiry, now + retentionMs, "w:" .. waitId)
+  redis.call("ZADD", keys.expiry, intText(now + retentionMs), "w:" .. waitId)
   redis.call("XADD", keys.outbox, "*", "w", waitId, "k", resolution["k"])
 end
 
