@@ -99,6 +99,21 @@ describe("ProducerClient (real port)", () => {
     expect(unauthorized).toMatchObject({ code: "unauthorized", status: 401 });
   });
 
+  it("an oversized batch is a typed 413 payload_too_large at once (4xx: not retried)", async () => {
+    const { baseUrl } = await listen();
+    // no retries: the first answer must be the 413 (hostile.test.ts has the server in its
+    // own process, where a server closing under the body showed as EPIPE)
+    const client = new ProducerClient({ baseUrl, tenant: "acme", producer: "billing", key: "pk_billing", retries: 0 });
+    // the batch body limit is 500 × maxPayloadBytes (2 MB here); the server answers once the
+    // declared length is known, while the client is still writing the 8 MB body
+    const fat = { ...paid("fat"), payload: { amount: 1, note: "x".repeat(8_000_000) } };
+    for (let n = 0; n < 5; n++) {
+      const error = await client.publishBatch([fat]).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(RendezvousApiError);
+      expect(error).toMatchObject({ code: "payload_too_large", status: 413 });
+    }
+  });
+
   it("retries 429 after Retry-After and succeeds; the event is stored once", async () => {
     const { baseUrl, store } = await listen();
     const client = new ProducerClient({ baseUrl, tenant: "acme", producer: "slow", key: "pk_slow", minDelayMs: 10 });
