@@ -4,6 +4,8 @@
  * `ApiError` with its code.
  */
 
+import type { EventRecord, EventRef, NearMiss, RecentRejection, Rejection, Wait, WaitState } from "@rendezvous/core";
+
 const TOKEN_KEY = "rendezvous.console.token";
 
 export function getToken(): string | null {
@@ -58,56 +60,8 @@ export function query(params: Record<string, string | number | undefined | null>
 
 // ---------------------------------------------------------------- shapes (API.md)
 
-export type WaitState = "waiting" | "resolved" | "timed_out" | "cancelled";
-
-export interface EventRef {
-  producer: string;
-  id: string;
-  acceptedAt: string;
-  streamId?: string;
-}
-
-export interface Wait {
-  id: string;
-  tenant: string;
-  runId: string;
-  position: string;
-  eventType: string;
-  correlationId: string;
-  since?: string | null;
-  state: WaitState;
-  createdAt: string;
-  deadline: string | null;
-  externalJobId: string | null;
-  metadata: Record<string, unknown> | null;
-  resolution: null | {
-    kind: "event" | "timeout" | "cancel" | "deliver";
-    at: string;
-    event?: EventRef & { payload: Record<string, unknown> | null };
-    deadline?: string;
-    payload?: Record<string, unknown> | null;
-  };
-  consumption: null | { by: string; at: string };
-  lateEvents: EventRef[];
-  history: Array<{ at: string; what: string } & Record<string, unknown>>;
-}
-
-export interface NearMiss {
-  producer: string;
-  id: string;
-  type: string;
-  correlationId: string;
-  acceptedAt: string;
-  differs: "correlationId" | "type";
-}
-
-export interface Rejection {
-  producer: string;
-  eventId: string | null;
-  reason: string;
-  detail: string | null;
-  at: string;
-}
+// The API's own types, from core (type-only: nothing of core reaches the bundle).
+export type { EventRecord, EventRef, NearMiss, RecentRejection, Rejection, Wait, WaitState };
 
 export interface Explanation {
   state: WaitState;
@@ -181,22 +135,4 @@ export interface JobInfo {
     failedReason: string | null;
   };
   board: string | null;
-}
-
-export interface EventRecord {
-  id: string;
-  producer: string;
-  type: string;
-  correlationId: string;
-  acceptedAt: string;
-  streamId: string;
-  status: string;
-  matchedWaits: string[];
-  lateFor: string[];
-}
-
-export interface RecentRejection extends Rejection {
-  tenant: string;
-  eventType: string;
-  correlationId: string;
 }
