@@ -15,6 +15,7 @@
  * It prints instructions per event for each and their ratio. Under valgrind redis-server
  * runs some 50× slower, so N is small (default 5,000).
  *
+ * `--ingest-batch N` sets the events per ingest call (1: the single-event path);
  * `--only raw|ingest|match` runs one case; `--keep DIR` copies each case's dump to
  * DIR/<case>.callgrind for `callgrind_annotate --inclusive=yes DIR/ingest.callgrind`.
  */
@@ -30,6 +31,8 @@ import { parseArgs } from "./lib/args.js";
 const args = parseArgs();
 const EVENTS = args.number("events", 5000);
 const BATCH = 500;
+/** events per store.ingest call (--ingest-batch 1: the single-event path) */
+const INGEST_BATCH = args.number("ingest-batch", BATCH);
 const NOTE = "n".repeat(120);
 const ONLY = args.string("only", "");
 const KEEP = args.string("keep", "");
@@ -122,11 +125,11 @@ const ingest = await measure("ingest", async (url) => {
     logger: pino({ level: "silent" }),
   });
   return async (n) => {
-    for (let done = 0; done < n; done += BATCH) {
+    for (let done = 0; done < n; done += INGEST_BATCH) {
       await res.store.ingest(
         "bench",
         "loader",
-        Array.from({ length: BATCH }, () => event(seq++)),
+        Array.from({ length: INGEST_BATCH }, () => event(seq++)),
       );
     }
     if (n === EVENTS) await res.close();
@@ -182,6 +185,6 @@ const match = await measure("match", async (url) => {
 const count = (n: number) => (Number.isNaN(n) ? "-" : Math.round(n).toLocaleString("en-US"));
 console.log(`\nRedis instructions per event (callgrind, ${EVENTS} events, AOF everysec)`);
 console.log(`raw XADD (pipelined)            ${count(raw)}`);
-console.log(`store.ingest (batches of ${BATCH})   ${count(ingest)}`);
+console.log(`store.ingest (batches of ${INGEST_BATCH})   ${count(ingest)}`);
 console.log(`ratio ingest / XADD             ${(ingest / raw).toFixed(2)}`);
 console.log(`store.match (resolves one wait) ${count(match)}`);

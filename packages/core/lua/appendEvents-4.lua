@@ -37,9 +37,6 @@ if nowArg ~= "" then
   idArg = nowArg .. "-*"
 end
 
--- strings, not numbers: Redis would format each number argument or concatenated
--- number through sprintf
-local CREATED, EXISTS = tostring(C_CREATED), tostring(C_EXISTS)
 
 local rows = unpackRows(ARGV[3], 3)
 local eventKeys, matchKeys, heads, fields = rows[1], rows[2], rows[3], {}
@@ -60,7 +57,7 @@ end
 if #fresh == 0 then
   local codes = {}
   for n = 1, #fields do
-    codes[n] = EXISTS
+    codes[n] = D_EXISTS
   end
   return { "", table.concat(codes), stored }
 end
@@ -75,7 +72,7 @@ for n = 1, #fields do
   local eventKey = eventKeys[n]
   local existing = stored[n] or writtenNow[eventKey]
   if existing then
-    codes[n] = EXISTS
+    codes[n] = D_EXISTS
     existingRecords[#existingRecords + 1] = existing
   else
     local record = heads[n] .. suffix
@@ -84,7 +81,7 @@ for n = 1, #fields do
     records[#records + 1] = record
     inflight[#inflight + 1] = "0"
     inflight[#inflight + 1] = matchKeys[n] .. pad .. eventKey
-    codes[n] = CREATED
+    codes[n] = D_CREATED
   end
 end
 redis.call("HSET", eventsKey, unpack(records))

@@ -30,8 +30,6 @@
 local eventsKey, expiryKey = KEYS[1], KEYS[2]
 local windowMs = tonumber(ARGV[1])
 
--- the reply digits as strings: table.concat of numbers would format each through sprintf
-local CREATED, PENDING, CONFLICT = tostring(C_CREATED), tostring(C_PENDING), tostring(C_CONFLICT)
 
 local rows = unpackRows(ARGV[3], 2)
 local eventKeys, records, fields = rows[1], rows[2], {}
@@ -49,7 +47,7 @@ for n = 1, #fields do
     writes[#writes + 1] = fields[n]
     writes[#writes + 1] = record
     claimed[#claimed + 1] = eventKey
-    replies[n] = CREATED
+    replies[n] = D_CREATED
   else
     if string.byte(existing, 1) == 123 then
       -- a JSON record of an earlier version: {h = content hash, mp = match partition}
@@ -57,9 +55,9 @@ for n = 1, #fields do
       existing = old["h"] .. "|" .. old["mp"]
     end
     if existing == record then
-      replies[n] = PENDING
+      replies[n] = D_PENDING
     else
-      replies[n] = CONFLICT
+      replies[n] = D_CONFLICT
     end
   end
 end

@@ -19,6 +19,93 @@ function inline(source, seen = new Set()) {
   });
 }
 
+/**
+ * Splits an include into its top-level definitions: a chunk starts at a column-0
+ * `local` line and takes the column-0 comments and blank lines right above it; what
+ * comes before the first one is the header. Each chunk knows the names it defines.
+ */
+function chunksOf(include) {
+  const header = [];
+  const chunks = [];
+  let pending = [];
+  let inComment = false;
+  for (const line of include.split("\n")) {
+    if (inComment) {
+      pending.push(line);
+      if (line.includes("]]")) inComment = false;
+      continue;
+    }
+    if (line.startsWith("--[[")) {
+      pending.push(line);
+      inComment = !line.includes("]]");
+      continue;
+    }
+    if (line === "" || line.startsWith("--")) {
+      pending.push(line);
+      continue;
+    }
+    const fn = /^local\s+function\s+([A-Za-z_]\w*)/.exec(line);
+    const vars = /^local\s+([A-Za-z_][\w\s,]*?)\s*=/.exec(line);
+    if (fn || vars) {
+      const names = fn ? [fn[1]] : vars[1].split(",").map((n) => n.trim());
+      chunks.push({ names, lines: [...pending, line] });
+      pending = [];
+    } else if (chunks.length === 0) {
+      header.push(...pending, line);
+      pending = [];
+    } else {
+      chunks.at(-1).lines.push(...pending, line);
+      pending = [];
+    }
+  }
+  if (chunks.length === 0) header.push(...pending);
+  else chunks.at(-1).lines.push(...pending);
+  return { header: header.join("\n"), chunks };
+}
+
+/** The identifiers of Lua code, its comments left out. */
+const identifiers = (text) =>
+  new Set(
+    text
+      .replace(/--\[\[[\s\S]*?\]\]/g, "")
+      .replace(/--.*$/gm, "")
+      .match(/[A-Za-z_]\w*/g) ?? [],
+  );
+
+/**
+ * The include with only the definitions the script uses, directly or through other
+ * definitions: Redis runs a script's whole text on every call, so every unused helper
+ * (a closure or a table made per call) would cost each call.
+ */
+function shake(include, body) {
+  const { header, chunks } = chunksOf(include);
+  const byName = new Map();
+  for (const c of chunks) for (const n of c.names) byName.set(n, c);
+  const needed = new Set();
+  const visit = (text) => {
+    for (const id of identifiers(text)) {
+      const c = byName.get(id);
+      if (c && !needed.has(c)) {
+        needed.add(c);
+        visit(c.lines.join("\n"));
+      }
+    }
+  };
+  visit(body);
+  const kept = chunks.filter((c) => needed.has(c)).map((c) => c.lines.join("\n"));
+  return [header, ...kept].join("\n").trimEnd();
+}
+
+/** A script with its includes inlined, keeping only the helpers it uses. */
+function build(source) {
+  const marker = /^--@include "([a-zA-Z0-9_-]+)"$/m;
+  const m = marker.exec(source);
+  if (!m) return source;
+  const include = inline(m[0]);
+  const body = source.slice(0, m.index) + source.slice(m.index + m[0].length);
+  return source.slice(0, m.index) + shake(include, body) + source.slice(m.index + m[0].length);
+}
+
 const entries = readdirSync(luaDir)
   .filter((f) => f.endsWith(".lua"))
   .sort()
@@ -26,7 +113,7 @@ const entries = readdirSync(luaDir)
     const match = /^([a-zA-Z]+)-(\d+)\.lua$/.exec(file);
     if (!match) throw new Error(`lua/${file}: name must be <transition>-<numKeys>.lua`);
     const [, name, keys] = match;
-    const lua = inline(readFileSync(join(luaDir, file), "utf8"));
+    const lua = build(readFileSync(join(luaDir, file), "utf8"));
     const version = createHash("sha256").update(lua).digest("hex").slice(0, 10);
     return { name, numberOfKeys: Number(keys), command: `rdv_${name}_${version}`, lua };
   });

@@ -22,6 +22,8 @@
 local C_CREATED, C_EXISTS, C_CONFLICT, C_DUPLICATE = 1, 2, 3, 4
 local C_PENDING, C_RESOLVED, C_NOT_DUE, C_BACKLOG, C_OK = 5, 6, 7, 8, 9
 local C_NOT_FOUND, C_NOT_WAITING, C_NOT_RESOLVED = -1, -2, -3
+-- the same codes as the digits of a reply string (Redis would format numbers through sprintf)
+local D_CREATED, D_EXISTS, D_CONFLICT, D_PENDING = "1", "2", "3", "5"
 
 -- The clock is Redis TIME; a non-empty override (tests only) replaces it.
 local function nowMs(override)
