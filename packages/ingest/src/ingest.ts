@@ -36,17 +36,69 @@ export interface IngestSystemDeps {
 
 type Slot = { kind: "valid"; event: IngestInput } | ({ kind: "refused" } & Refused);
 
+/** Single sends of one producer waiting for the next flush. */
+interface Gathered {
+  producer: ProducerIdentity;
+  slots: Slot[];
+  waiters: Array<{ resolve: (o: EventOutcome) => void; reject: (e: unknown) => void }>;
+}
+
 export class IngestSystem {
   readonly #d: IngestSystemDeps;
+  /** single sends gathered since the last flush, by tenant/producer */
+  readonly #gathered = new Map<string, Gathered>();
+  #flushing = false;
 
   constructor(deps: IngestSystemDeps) {
     this.#d = deps;
   }
 
-  /** Validates, dedups and appends one event. */
+  /**
+   * Validates, dedups and appends one event. Single sends that arrive together (the
+   * same turn of the event loop: many producers' connections read at once) go to the
+   * Store together, one call per producer, as a batch would: two pipelined round trips
+   * for all of them instead of two each. Each request still gets its own answer; two
+   * sends of one event id among them are ordered as in a batch (the first is accepted,
+   * the second a duplicate or a conflict).
+   */
   async single(producer: ProducerIdentity, raw: unknown): Promise<EventOutcome> {
-    const [outcome] = await this.run(producer, [this.#check(producer, raw)]);
-    return outcome as EventOutcome;
+    const slot = this.#check(producer, raw);
+    return new Promise<EventOutcome>((resolve, reject) => {
+      const key = `${producer.tenant}/${producer.producer}`;
+      let g = this.#gathered.get(key);
+      if (!g) {
+        g = { producer, slots: [], waiters: [] };
+        this.#gathered.set(key, g);
+      }
+      g.slots.push(slot);
+      g.waiters.push({ resolve, reject });
+      if (!this.#flushing) {
+        this.#flushing = true;
+        // after this turn's I/O callbacks: every request read in it has been gathered
+        setImmediate(() => this.#flush());
+      }
+    });
+  }
+
+  #flush(): void {
+    this.#flushing = false;
+    const groups = [...this.#gathered.values()];
+    this.#gathered.clear();
+    for (const g of groups) {
+      for (let i = 0; i < g.slots.length; i += MAX_BATCH) {
+        const waiters = g.waiters.slice(i, i + MAX_BATCH);
+        this.run(g.producer, g.slots.slice(i, i + MAX_BATCH)).then(
+          (outcomes) => {
+            waiters.forEach((w, j) => {
+              w.resolve(outcomes[j] as EventOutcome);
+            });
+          },
+          (err: unknown) => {
+            for (const w of waiters) w.reject(err);
+          },
+        );
+      }
+    }
   }
 
   /**

@@ -136,6 +136,35 @@ describe("POST /v1/events/batch", () => {
   });
 });
 
+describe("single sends that arrive together", () => {
+  it("go to the store together, each with its own answer; one event id sent twice among them is ordered as in a batch", async () => {
+    const h = await makeApp();
+    const seen = countIngestCalls(h.store);
+    const sends = [
+      ...Array.from({ length: 20 }, (_, i) => publish(h, ev(`together-${i}`))),
+      publish(h, ev("twice")),
+      publish(h, ev("twice")),
+      publish(h, ev("clash")),
+      publish(h, ev("clash", { payload: { other: true } })),
+      publish(h, ev("bad", { type: "Nope" })),
+    ];
+    const answers = await Promise.all(sends);
+    expect(answers.slice(0, 20).map((r) => r.statusCode)).toEqual(Array(20).fill(202));
+    answers.slice(0, 20).forEach((r, i) => {
+      expect(r.json().event.id).toBe(`together-${i}`);
+    });
+    expect(answers.slice(20).map((r) => r.statusCode)).toEqual([202, 200, 202, 409, 400]);
+    expect(answers[21]?.json().event.streamId).toBe(answers[20]?.json().event.streamId);
+    expect(answers[23]?.json().error.code).toBe("event_id_conflict");
+    // far fewer store calls than sends (one per turn of the event loop that gathered them)
+    expect(seen.calls.reduce((a, b) => a + b, 0)).toBe(24);
+    expect(seen.calls.length).toBeLessThan(5);
+    expect(await streamLength(h)).toBeGreaterThanOrEqual(1);
+    const stored = await h.store.ingest("acme", "billing", [ev("together-3") as never]);
+    expect(stored[0]?.status).toBe("duplicate");
+  });
+});
+
 describe("the size of a batched event", () => {
   it("measured from its parts is its serialized size (Buffer.byteLength(JSON.stringify(event)))", () => {
     const text = fc.string({ unit: "grapheme", maxLength: 40 });
