@@ -34,6 +34,14 @@ export const Env = z.object({
    */
   RENDEZVOUS_MAX_CONNECTIONS: z.coerce.number().int().min(1).default(4096),
   /**
+   * Connections the kernel may hold for the server to accept (listen backlog; the
+   * kernel caps it at net.core.somaxconn). Node's default, 511, overflows under a
+   * burst of connects; an overflowed handshake is retried by the kernel for up to a
+   * minute, the client meanwhile seeing a connection the server has not accepted.
+   * @defaultValue 4096
+   */
+  RENDEZVOUS_LISTEN_BACKLOG: z.coerce.number().int().min(1).default(4096),
+  /**
    * Time a client has to send the request line and headers (slow headers are cut off: 408).
    * @defaultValue 10000
    */

@@ -92,7 +92,7 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
     });
     const port = Number(flags.port ?? env.RENDEZVOUS_PORT ?? env.PORT ?? (serveApi ? DEFAULT_API_PORT : 0));
     const host = flags.host ?? env.HOST ?? "127.0.0.1";
-    const url = await app.listen({ host, port });
+    const url = await app.listen({ host, port, backlog: env.RENDEZVOUS_LISTEN_BACKLOG });
     log.info(
       { roles: names, url, prefix: env.RENDEZVOUS_PREFIX, queuePrefix: res.queuePrefix, cluster: res.cluster },
       `rendezvous ${names.join("+")} listening on ${url}`,
