@@ -17,9 +17,9 @@
   ARGV[2] now        "" = Redis TIME and auto stream ids; tests may fix the time,
                      which then becomes the entry id's milliseconds
   ARGV[3] events     per event, one after the other, three fields (nextField): its
-                     encoded event key, its encoded match key and its record head: the event record JSON {t, pr, id, ty, c, mk, oa?,
-                     pl?, rt} without its closing brace (tenant, producer, id, type,
-                     correlation id, encoded match key, occurredAt, canonical payload
+                     encoded event key, its encoded match key and its record head: the event record JSON {pr, id, mk, oa?,
+                     pl?, rt} without its closing brace (producer, id, encoded match key: tenant,
+                     type and correlation id; occurredAt, canonical payload
                      JSON, buffer retention in ms); this script completes it with sid,
                      at and st, so it does no JSON work. One argument: cheaper to send.
 

@@ -47,11 +47,13 @@ export interface RawWait {
 }
 
 export interface RawEvent {
-  t: string;
+  /** tenant, type, correlation id: only in records of earlier versions (mk holds them) */
+  t?: string;
   pr: string;
   id: string;
-  ty: string;
-  c: string;
+  ty?: string;
+  c?: string;
+  /** the encoded match key: tenant, type, correlation id */
   mk: string;
   oa?: string;
   pl?: string;
@@ -184,12 +186,16 @@ export function toEventRecord(raw: RawEvent, at: number = raw.at): EventRecord {
   let status = EVENT_STATUS[raw.st];
   // A buffered event past its retention reads as expired even before the sweeper ran.
   if (status === "buffered" && raw.at + raw.rt < at) status = "expired";
+  const [tenant, type, correlationId] =
+    raw.t !== undefined && raw.ty !== undefined && raw.c !== undefined
+      ? [raw.t, raw.ty, raw.c]
+      : decodeParts(raw.mk, 3);
   return {
     id: raw.id,
-    tenant: raw.t,
+    tenant: tenant as string,
     producer: raw.pr,
-    type: raw.ty,
-    correlationId: raw.c,
+    type: type as string,
+    correlationId: correlationId as string,
     occurredAt: raw.oa ?? null,
     acceptedAt: iso(raw.at),
     streamId: raw.sid,

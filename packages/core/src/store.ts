@@ -295,7 +295,8 @@ export class Store {
     }
 
     // the part of every event record this call writes that is the same for all of them
-    const headPrefix = `{"t":${JSON.stringify(tenant)},"pr":${JSON.stringify(producer)},"id":`;
+    // (tenant, type and correlation id are not repeated: the encoded match key holds them)
+    const headPrefix = `{"pr":${JSON.stringify(producer)},"id":`;
     const appended = await this.perPartition(
       toAppend,
       (i) => this.keys.partition((items[i] as Item).matchPartition),
@@ -802,9 +803,11 @@ export class Store {
 }
 
 /**
- * The event record JSON {t, pr, id, ty, c, mk, oa?, pl?, rt} without its closing brace:
+ * The event record JSON {pr, id, mk, oa?, pl?, rt} without its closing brace:
  * appendEvents completes it with the stream id, so no script decodes or encodes it.
- * The payload is kept as canonical JSON text (`pl`).
+ * The payload is kept as canonical JSON text (`pl`). Tenant, type and correlation id
+ * are read from the encoded match key `mk` (records of earlier versions also carry
+ * them as t, ty and c; `toEventRecord` reads both).
  */
 function eventRecordHead(
   prefix: string,
@@ -813,7 +816,7 @@ function eventRecordHead(
 ): string {
   const e = item.input;
   const j = JSON.stringify;
-  let head = `${prefix}${j(e.id)},"ty":${j(e.type)},"c":${j(e.correlationId)},"mk":${j(item.matchKey)}`;
+  let head = `${prefix}${j(e.id)},"mk":${j(item.matchKey)}`;
   if (e.occurredAt !== undefined) head += `,"oa":${j(e.occurredAt)}`;
   if (item.payloadJson !== undefined) head += `,"pl":${j(item.payloadJson)}`;
   return `${head},"rt":${retention}`;

@@ -41,6 +41,31 @@ describe("ingest: dedup and append", () => {
     expect(changed[0]?.status).toBe("rejected");
   });
 
+  it("an event record holds tenant, type and correlation id once (in its match key); records of earlier versions still read", async () => {
+    const h = makeStore();
+    const first = await ingestOne(h, event("slim", "job-slim"));
+    const events = h.store.keys.partition(first.partition).events;
+    const raw = JSON.parse(String(await h.redis.hget(events, `e:${first.eventKey}`)));
+    expect(raw).not.toHaveProperty("t");
+    expect(raw).not.toHaveProperty("ty");
+    expect(raw).not.toHaveProperty("c");
+    expect(await h.store.getEvent("acme", "svc", "slim")).toMatchObject({
+      tenant: "acme",
+      type: "job.done",
+      correlationId: "job-slim",
+    });
+    // an earlier version's record, with t / ty / c, answers the same way
+    await h.redis.hset(
+      events,
+      `e:${first.eventKey}`,
+      JSON.stringify({ ...raw, t: "acme", ty: "job.done", c: "job-slim" }),
+    );
+    const old = await h.store.getEvent("acme", "svc", "slim");
+    expect(old).toMatchObject({ tenant: "acme", type: "job.done", correlationId: "job-slim", id: "slim" });
+    // and matching still works on either form
+    expect((await matchOne(h, first)).status).toBe("buffered");
+  });
+
   it("the same event id with other content is a conflict, whatever the type or correlation id", async () => {
     const h = makeStore();
     await ingestOne(h, event("e1", "job-1"));
