@@ -1,6 +1,7 @@
 /** Small building blocks shared by the pages: polling, charts, badges, dialogs. */
 import { type ReactNode, useCallback, useEffect, useId, useRef, useState } from "react";
 import { ApiError } from "./api.js";
+import { Link, paths } from "./router.js";
 
 export interface Polled<T> {
   data: T | null;
@@ -242,5 +243,48 @@ export function ConfirmAction({
         </div>
       </dialog>
     </>
+  );
+}
+
+/** A list of wait ids, each a link to its wait page ("None." when empty). */
+export function WaitLinks({ ids }: { ids: string[] }) {
+  if (ids.length === 0) return <p className="muted">None.</p>;
+  return (
+    <ul>
+      {ids.map((w) => (
+        <li key={w}>
+          <Link to={paths.wait(w)} className="mono">
+            {w}
+          </Link>
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+/** The admin's tenant filter: one of the session's tenants, or "" for all of them. */
+export function TenantSelect({
+  tenants,
+  value,
+  onChange,
+  name,
+}: {
+  tenants: string[];
+  value: string;
+  onChange: (tenant: string) => void;
+  name?: string;
+}) {
+  return (
+    <label>
+      Tenant
+      <select name={name} value={value} onChange={(e) => onChange(e.target.value)}>
+        <option value="">all tenants</option>
+        {tenants.map((t) => (
+          <option key={t} value={t}>
+            {t}
+          </option>
+        ))}
+      </select>
+    </label>
   );
 }

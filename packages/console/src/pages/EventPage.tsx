@@ -1,6 +1,5 @@
 import { type EventRecord, get, query, type Session } from "../api.js";
-import { ErrorNote, StateBadge, Time, usePoll } from "../components.js";
-import { Link, paths } from "../router.js";
+import { ErrorNote, StateBadge, Time, usePoll, WaitLinks } from "../components.js";
 
 export function EventPage({
   tenant,
@@ -57,33 +56,9 @@ export function EventPage({
             </div>
           </dl>
           <h2>Matched waits</h2>
-          {e.matchedWaits.length === 0 ? (
-            <p className="muted">None.</p>
-          ) : (
-            <ul>
-              {e.matchedWaits.map((w) => (
-                <li key={w}>
-                  <Link to={paths.wait(w)} className="mono">
-                    {w}
-                  </Link>
-                </li>
-              ))}
-            </ul>
-          )}
+          <WaitLinks ids={e.matchedWaits} />
           <h2>Late for</h2>
-          {e.lateFor.length === 0 ? (
-            <p className="muted">None.</p>
-          ) : (
-            <ul>
-              {e.lateFor.map((w) => (
-                <li key={w}>
-                  <Link to={paths.wait(w)} className="mono">
-                    {w}
-                  </Link>
-                </li>
-              ))}
-            </ul>
-          )}
+          <WaitLinks ids={e.lateFor} />
         </>
       )}
     </section>

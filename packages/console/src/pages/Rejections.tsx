@@ -1,6 +1,6 @@
 import { type FormEvent, useState } from "react";
 import { get, query, type RecentRejection, type Session } from "../api.js";
-import { ErrorNote, Time, usePoll } from "../components.js";
+import { ErrorNote, TenantSelect, Time, usePoll } from "../components.js";
 import { navigate, paths } from "../router.js";
 
 export function Rejections({ session, params }: { session: Session; params: URLSearchParams }) {
@@ -21,17 +21,7 @@ export function Rejections({ session, params }: { session: Session; params: URLS
       </p>
       {session.identity.kind === "admin" ? (
         <form className="filters" onSubmit={submit} aria-label="Filter rejections">
-          <label>
-            Tenant
-            <select value={draft} onChange={(e) => setDraft(e.target.value)}>
-              <option value="">all tenants</option>
-              {session.tenants.map((t) => (
-                <option key={t} value={t}>
-                  {t}
-                </option>
-              ))}
-            </select>
-          </label>
+          <TenantSelect tenants={session.tenants} value={draft} onChange={setDraft} />
           <div className="row">
             <button type="submit">Apply</button>
           </div>

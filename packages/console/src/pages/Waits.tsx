@@ -1,6 +1,6 @@
 import { type FormEvent, useState } from "react";
 import { get, query, type Session, type WaitRow } from "../api.js";
-import { ErrorNote, StateBadge, Time, usePoll } from "../components.js";
+import { ErrorNote, StateBadge, TenantSelect, Time, usePoll } from "../components.js";
 import { Link, navigate, paths } from "../router.js";
 
 const STATES = ["waiting", "resolved", "timed_out", "cancelled"] as const;
@@ -46,17 +46,12 @@ export function Waits({ session, params }: { session: Session; params: URLSearch
       <h1 id="waits-title">Waits</h1>
       <form className="filters" onSubmit={submit} aria-label="Filter waits">
         {session.identity.kind === "admin" ? (
-          <label>
-            Tenant
-            <select name="tenant" value={draft.tenant} onChange={(e) => setDraft({ ...draft, tenant: e.target.value })}>
-              <option value="">all tenants</option>
-              {session.tenants.map((t) => (
-                <option key={t} value={t}>
-                  {t}
-                </option>
-              ))}
-            </select>
-          </label>
+          <TenantSelect
+            name="tenant"
+            tenants={session.tenants}
+            value={draft.tenant}
+            onChange={(tenant) => setDraft({ ...draft, tenant })}
+          />
         ) : null}
         <label>
           State

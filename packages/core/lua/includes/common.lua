@@ -34,10 +34,6 @@ local function nowMs(override)
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- "<ms>-<seq>" -> ms (number)
-local function idMs(sid)
-  return tonumber(string.match(sid, "^(%d+)"))
-end
 
 -- Fixed-width form of a stream id so that lexical order is id order:
 -- "%015d-%010d" of its two numbers, built without number conversions.
