@@ -90,7 +90,7 @@ export function parseJsonBody(raw: Buffer): unknown {
  * holding `prototype`), or null. Iterative: no recursion to overflow.
  */
 export function poisonedPath(value: unknown): Array<string | number> | null {
-  if (!hasPoisonedKey(value)) return null; // the common case, without building paths
+  if (!scanEvent(value).poisoned) return null; // the common case, without building paths
   const stack: Array<[unknown, Array<string | number>]> = [[value, []]];
   while (stack.length > 0) {
     const [v, path] = stack.pop() as [unknown, Array<string | number>];
@@ -113,27 +113,41 @@ export function poisonedPath(value: unknown): Array<string | number> | null {
   return null;
 }
 
-/** Whether `value` holds a prototype-poisoning key anywhere (no paths, no tuples). */
-function hasPoisonedKey(value: unknown): boolean {
-  const stack: unknown[] = [value];
-  while (stack.length > 0) {
-    const v = stack.pop();
+/**
+ * One walk over an event (no paths, no tuples: it runs for every event): whether it
+ * holds a prototype-poisoning key anywhere, and whether its `payload` nests deeper
+ * than MAX_JSON_DEPTH (as `nestedDeeperThan(payload, MAX_JSON_DEPTH)` says).
+ */
+function scanEvent(raw: unknown): { poisoned: boolean; payloadTooDeep: boolean } {
+  let payloadTooDeep = false;
+  const values: unknown[] = [raw];
+  // nesting level inside the payload (the payload object is 1); 0 = not in the payload
+  const levels: number[] = [0];
+  while (values.length > 0) {
+    const v = values.pop();
+    const level = levels.pop() as number;
     if (v === null || typeof v !== "object") continue;
+    if (level > MAX_JSON_DEPTH) payloadTooDeep = true;
+    const inner = level === 0 ? 0 : level + 1;
     if (Array.isArray(v)) {
-      for (const child of v) stack.push(child);
+      for (const child of v) {
+        values.push(child);
+        levels.push(inner);
+      }
       continue;
     }
     for (const key in v) {
       if (!Object.hasOwn(v, key)) continue;
       const child = (v as Record<string, unknown>)[key];
-      if (key === "__proto__") return true;
+      if (key === "__proto__") return { poisoned: true, payloadTooDeep };
       if (key === "constructor" && child !== null && typeof child === "object" && Object.hasOwn(child, "prototype")) {
-        return true;
+        return { poisoned: true, payloadTooDeep };
       }
-      stack.push(child);
+      values.push(child);
+      levels.push(v === raw && key === "payload" ? 1 : inner);
     }
   }
-  return false;
+  return { poisoned: false, payloadTooDeep };
 }
 
 function zodPath(path: readonly PropertyKey[]): Array<string | number> {
@@ -201,19 +215,18 @@ export class EventValidator {
 
   /** Validates one parsed event for a producer. */
   check(raw: unknown, producer: ProducerIdentity): Checked {
-    const poisoned = poisonedPath(raw);
-    if (poisoned) {
+    const scan = scanEvent(raw);
+    if (scan.poisoned) {
       return {
         ok: false,
         error: invalidEvent("event holds a forbidden key", [
-          { path: poisoned, message: "forbidden key (__proto__ or constructor.prototype)" },
+          { path: poisonedPath(raw) ?? [], message: "forbidden key (__proto__ or constructor.prototype)" },
         ]),
         matchKey: readableMatchKey(raw),
         eventId: readableId(raw),
       };
     }
-    const payload = typeof raw === "object" && raw !== null ? (raw as { payload?: unknown }).payload : undefined;
-    if (nestedDeeperThan(payload, MAX_JSON_DEPTH)) {
+    if (scan.payloadTooDeep) {
       return {
         ok: false,
         error: invalidEvent("event breaks the envelope", [
