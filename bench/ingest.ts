@@ -12,7 +12,8 @@
  *
  * Flags: --quick (1 s per scenario), --seconds N, --warmup N (unmeasured seconds before each
  * scenario, default 3), --only <text> (scenarios whose name has it),
- * --no-baselines (skip raw XADD and store.ingest direct: to profile the HTTP path alone
+ * --commandstats (after each load scenario, Redis time per event by command, from INFO
+ * commandstats: scripts include the commands they call), --no-baselines (skip raw XADD and store.ingest direct: to profile the HTTP path alone
  * with `node --cpu-prof --import tsx bench/ingest.ts --no-baselines --only batch`).
  * Results are written down in docs/ingest.md.
  */
@@ -215,12 +216,14 @@ async function main(): Promise<void> {
   const url = await app.listen({ host: "127.0.0.1", port: 0 });
   log(`API on ${url}`);
 
-  /** CPU seconds of redis-server's main thread so far (INFO cpu). */
-  const redisCpu = async (): Promise<number> => {
+  /** CPU seconds of redis-server's main thread so far (INFO cpu): user and system (kernel) time. */
+  const redisCpu = async (): Promise<{ user: number; sys: number }> => {
     const info = await redis.info("cpu");
     const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, "m").exec(info)?.[1] ?? Number.NaN);
-    const main = field("used_cpu_user_main_thread") + field("used_cpu_sys_main_thread");
-    return Number.isNaN(main) ? field("used_cpu_user") + field("used_cpu_sys") : main;
+    const user = field("used_cpu_user_main_thread");
+    return Number.isNaN(user)
+      ? { user: field("used_cpu_user"), sys: field("used_cpu_sys") }
+      : { user, sys: field("used_cpu_sys_main_thread") };
   };
   /** CPU seconds of this process (the API) so far. */
   const apiCpu = (): number => {
@@ -233,14 +236,21 @@ async function main(): Promise<void> {
     const a0 = apiCpu();
     const result = await run();
     const n = events(result);
-    const redisUs = ((await redisCpu()) - r0) * 1e6;
+    const r1 = await redisCpu();
+    const redisUs = (r1.user + r1.sys - r0.user - r0.sys) * 1e6;
     const apiUs = (apiCpu() - a0) * 1e6;
-    return { result, redisUsPerEvent: redisUs / n, apiUsPerEvent: apiUs / n };
+    return {
+      result,
+      redisUsPerEvent: redisUs / n,
+      redisSysShare: (r1.sys - r0.sys) / Math.max(1e-9, r1.user + r1.sys - r0.user - r0.sys),
+      apiUsPerEvent: apiUs / n,
+    };
   };
 
   const rows: Array<{ name: string; rate: number; redisUs: number; apiUs: number; detail: string }> = [];
   try {
     const baselines = !argv.includes("--no-baselines");
+    const commandStats = argv.includes("--commandstats");
     // ---- raw ceiling: pipelined XADD of entries the size of one event
     if (baselines) {
       const raw = createRedis(server.url, { name: "bench:raw" });
@@ -276,7 +286,7 @@ async function main(): Promise<void> {
         rate: rawRate,
         redisUs: rawRun.redisUsPerEvent,
         apiUs: rawRun.apiUsPerEvent,
-        detail: `${appended} entries; the "api" CPU is the ioredis client's`,
+        detail: `${appended} entries; the "api" CPU is the ioredis client's; ${sysPart(rawRun.redisSysShare)}`,
       });
       log(`raw XADD: ${Math.round(rawRate)}/s`);
     }
@@ -319,7 +329,7 @@ async function main(): Promise<void> {
         rate,
         redisUs: direct.redisUsPerEvent,
         apiUs: direct.apiUsPerEvent,
-        detail: "in process: no HTTP, auth or validation",
+        detail: `in process: no HTTP, auth or validation; ${sysPart(direct.redisSysShare)}`,
       });
       log(`store.ingest direct: ${Math.round(rate)}/s`);
     }
@@ -340,10 +350,12 @@ async function main(): Promise<void> {
       // the first scenario also warms the API up (JIT, connections): a longer warm-up
       const warm = i === 0 ? warmupSec * 2 : warmupSec;
       const spec: LoadSpec = { ...s.spec, url, warmupSec: warm, seconds, runId: `r${Date.now().toString(36)}${i}` };
+      if (commandStats) await redis.config("RESETSTAT");
       const run = await metered(
         () => loadInChild(spec),
         (r) => r.acceptedTotal,
       );
+      if (commandStats) log(`${s.name}: ${await commandTime(redis, run.result.acceptedTotal)}`);
       const result = run.result;
       const failures = Object.entries(result.failures)
         .map(([k, v]) => `${k}×${v}`)
@@ -353,7 +365,7 @@ async function main(): Promise<void> {
         rate: result.accepted / result.seconds,
         redisUs: run.redisUsPerEvent,
         apiUs: run.apiUsPerEvent,
-        detail: `${Math.round(result.requests / result.seconds)} req/s, p50 ${ms(result.p50Ms)}, p99 ${ms(result.p99Ms)}; load child ${result.childUs.toFixed(1)} µs/ev${failures ? `, failed: ${failures}` : ""}`,
+        detail: `${Math.round(result.requests / result.seconds)} req/s, p50 ${ms(result.p50Ms)}, p99 ${ms(result.p99Ms)}; load child ${result.childUs.toFixed(1)} µs/ev; ${sysPart(run.redisSysShare)}${failures ? `, failed: ${failures}` : ""}`,
       });
       log(`${s.name}: ${Math.round(result.accepted / result.seconds)} events/s`);
     }
@@ -400,6 +412,24 @@ async function main(): Promise<void> {
         ` (${(bestBatchRow.redisUs / rawRow.redisUs).toFixed(0)} XADDs' worth); API CPU per batched event ${bestBatchRow.apiUs.toFixed(1)} µs`,
     );
   }
+}
+
+/**
+ * Where Redis spends its time, from INFO commandstats (commands called by scripts are
+ * counted too, so a script's time includes theirs): µs per event for each command.
+ */
+async function commandTime(redis: { info(section: string): Promise<string> }, events: number): Promise<string> {
+  const info = await redis.info("commandstats");
+  const rows = [...info.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)]
+    .map((m) => ({ name: m[1] as string, calls: Number(m[2]), usec: Number(m[3]) }))
+    .filter((r) => r.usec > 0)
+    .sort((a, b) => b.usec - a.usec);
+  return rows.map((r) => `${r.name} ${(r.usec / events).toFixed(2)} µs/ev (${r.calls} calls)`).join(", ");
+}
+
+/** The kernel's share of redis-server's CPU (socket reads and writes, AOF writes: callgrind does not see it). */
+function sysPart(share: number): string {
+  return `redis ${(share * 100).toFixed(0)} % sys`;
 }
 
 /** A latency for the table (`—` when no request completed in the window; JSON turns NaN into null). */
