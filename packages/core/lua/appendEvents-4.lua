@@ -9,7 +9,9 @@
 
   KEYS[1] stream    {p}:s   stream; entry field ks = <eventKey><eventKey>...
   KEYS[2] events    {p}:e   hash; field "e:<eventKey>" holds the event record
-  KEYS[3] inflight  {p}:if  lex zset "<mk><padded id><eventKey>": appended, not yet matched
+  KEYS[3] inflight  {p}:if  zset "<mk><padded id><eventKey>": appended, not yet matched,
+                            scored by the accepted time (ms): new entries go at its end,
+                            where a large index (a matcher far behind) is still in cache
   KEYS[4] expiry    {p}:x   zset; one member per call for the records it wrote,
                             "E:" .. eventKey1 .. eventKey2 ..., scored by their expiry time
 
@@ -79,7 +81,7 @@ for n = 1, #fields do
     writtenNow[eventKey] = record
     records[#records + 1] = fields[n]
     records[#records + 1] = record
-    inflight[#inflight + 1] = "0"
+    inflight[#inflight + 1] = ms
     inflight[#inflight + 1] = matchKeys[n] .. pad .. eventKey
     codes[n] = D_CREATED
   end

@@ -18,7 +18,7 @@
   KEYS[4] events     {p}:e   hash of event and dedup records
   KEYS[5] inbox      {p}:ib  lex zset "<mk><padded id><eventKey>"
   KEYS[6] rejected   {p}:rj  hash "<mk>" -> refusals
-  KEYS[7] inflight   {p}:if  lex zset "<mk><padded id><eventKey>"
+  KEYS[7] inflight   {p}:if  zset "<mk><padded id><eventKey>" by accepted time
 
   ARGV[1] limit      most members handled (a group member counts once)
   ARGV[2] now        "" = Redis TIME

@@ -18,7 +18,7 @@
   KEYS[4] done       {p}:id  lex zset "<index key><wait id body>"
   KEYS[5] deadlines  {p}:dl  zset waitId by deadline
   KEYS[6] inbox      {p}:ib  lex zset "<mk><padded id><eventKey>"
-  KEYS[7] inflight   {p}:if  lex zset "<mk><padded id><eventKey>"
+  KEYS[7] inflight   {p}:if  zset "<mk><padded id><eventKey>" by accepted time
   KEYS[8] outbox     {p}:o   stream of resolutions
   KEYS[9] expiry     {p}:x   zset of records to remove
 

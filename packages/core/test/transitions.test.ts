@@ -232,6 +232,53 @@ describe("timeout (event-time rule)", () => {
     expect((await h.store.timeout(wait.id)).outcome).toBe("timed_out");
   });
 
+  it("an unprocessed event of its match key accepted after the deadline does not hold it back", async () => {
+    const h = makeStore({ partitions: 1 });
+    const { wait } = await h.store.register("acme", spec("run-1", "job-1", { timeoutMs: 1000 }));
+    h.tick(1001);
+    await ingestOne(h, event("late", "job-1"));
+    expect((await h.store.timeout(wait.id)).outcome).toBe("timed_out");
+  });
+
+  it("more than 100 unprocessed on-time events of the partition hold every timeout back (the partition-wide rule) until at most 100 are left", async () => {
+    const h = makeStore({ partitions: 1 });
+    const { wait } = await h.store.register("acme", spec("run-1", "job-1", { timeoutMs: 1000 }));
+    const results = await h.store.ingest(
+      "acme",
+      "svc",
+      Array.from({ length: 101 }, (_, i) => event(`other-${i}`, `job-other-${i}`)),
+    );
+    h.tick(2000);
+    const deadline = Date.parse(wait.deadline as string);
+    expect(await h.store.timeout(wait.id)).toEqual({ outcome: "backlog", deadline });
+    const first = results[0];
+    if (first?.status !== "accepted") throw new Error("not accepted");
+    await matchOne(h, {
+      partition: 0,
+      streamId: first.event.streamId,
+      eventKey: h.store.keys.eventKey("acme", "svc", "other-0"),
+    });
+    expect((await h.store.timeout(wait.id)).outcome).toBe("timed_out");
+  });
+
+  it("reads in-flight entries written by earlier versions (score 0): the padded id in the member tells whether the event is on time", async () => {
+    const h = makeStore({ partitions: 1 });
+    const a = await h.store.register("acme", spec("run-1", "job-1", { timeoutMs: 1000 }));
+    const b = await h.store.register("acme", spec("run-2", "job-2", { timeoutMs: 1000 }));
+    const deadline = Date.parse(a.wait.deadline as string);
+    const k = h.store.keys.partition(0);
+    const pad = (ms: number, seq = 0) => `${String(ms).padStart(15, "0")}-${String(seq).padStart(10, "0")}`;
+    // an on-time event of job-1 and a late one of job-2, as an earlier version indexed them
+    const onTime = `${h.store.keys.matchKey("acme", "job.done", "job-1")}${pad(deadline)}${h.store.keys.eventKey("acme", "svc", "x")}`;
+    const late = `${h.store.keys.matchKey("acme", "job.done", "job-2")}${pad(deadline + 1)}${h.store.keys.eventKey("acme", "svc", "y")}`;
+    await h.redis.zadd(k.inflight, 0, onTime, 0, late);
+    h.tick(5000);
+    expect((await h.store.timeout(a.wait.id)).outcome).toBe("backlog");
+    expect((await h.store.timeout(b.wait.id)).outcome).toBe("timed_out");
+    await h.redis.zrem(k.inflight, onTime);
+    expect((await h.store.timeout(a.wait.id)).outcome).toBe("timed_out");
+  });
+
   it("a timed out wait keeps later events as late and is not resurrected", async () => {
     const h = makeStore();
     const { wait } = await h.store.register("acme", spec("run-1", "job-1", { timeoutMs: 1000 }));
