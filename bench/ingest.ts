@@ -293,6 +293,7 @@ async function main(): Promise<void> {
 
     // ---- the Store alone (no HTTP, no validation): what the ingest routes sit on; 4 batches in flight
     if (baselines) {
+      if (commandStats) await redis.config("RESETSTAT");
       const direct = await metered(
         async () => {
           let accepted = 0;
@@ -324,6 +325,7 @@ async function main(): Promise<void> {
         (r) => r.total,
       );
       const rate = direct.result.rate;
+      if (commandStats) log(`store.ingest direct: ${await commandTime(redis, direct.result.total)}`);
       rows.push({
         name: "store.ingest direct, batch 500 ×4",
         rate,
