@@ -1,7 +1,9 @@
 /**
  * Ingest throughput (not a test). `npm run bench:ingest [-- --quick] [-- --seconds N]`
  *
- * - starts its own redis-server (free loopback port, AOF everysec; never 6379);
+ * - starts its own redis-server (free loopback port, AOF everysec; never 6379); every
+ *   scenario, the raw ceiling included, starts from an empty dataset and a rewritten AOF,
+ *   with automatic AOF rewrites off (a rewrite takes a core for seconds: see `fresh`);
  * - starts the API in this process: fastify + ingestRoutes on a free loopback port;
  * - the raw ceiling: pipelined XADD (1,000 per round trip) from one ioredis client,
  *   each entry carrying the same bytes as one event body;
@@ -216,6 +218,24 @@ async function main(): Promise<void> {
   const url = await app.listen({ host: "127.0.0.1", port: 0 });
   log(`API on ${url}`);
 
+  // Every scenario starts from the same place: an empty dataset and a freshly rewritten
+  // AOF, with automatic AOF rewrites off. A rewrite forks a child that takes a whole core
+  // for seconds once the dataset has grown (measured: 2–5 s per rewrite by the batch
+  // scenarios); on two cores it would land on whichever scenario happened to be running,
+  // and the later scenarios, with more data behind them, would pay the most.
+  const commandStats = argv.includes("--commandstats");
+  await redis.config("SET", "auto-aof-rewrite-percentage", "0");
+  const fresh = async (): Promise<void> => {
+    await redis.flushall();
+    await redis.bgrewriteaof();
+    for (;;) {
+      const p = await redis.info("persistence");
+      if (/^aof_rewrite_in_progress:0/m.test(p) && /^aof_rewrite_scheduled:0/m.test(p)) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    if (commandStats) await redis.config("RESETSTAT");
+  };
+
   /** CPU seconds of redis-server's main thread so far (INFO cpu): user and system (kernel) time. */
   const redisCpu = async (): Promise<{ user: number; sys: number }> => {
     const info = await redis.info("cpu");
@@ -250,9 +270,9 @@ async function main(): Promise<void> {
   const rows: Array<{ name: string; rate: number; redisUs: number; apiUs: number; detail: string }> = [];
   try {
     const baselines = !argv.includes("--no-baselines");
-    const commandStats = argv.includes("--commandstats");
     // ---- raw ceiling: pipelined XADD of entries the size of one event
     if (baselines) {
+      await fresh();
       const raw = createRedis(server.url, { name: "bench:raw" });
       const entry = eventJson("raw", 123_456);
       const keys = Array.from({ length: 16 }, (_, p) => `{raw:p${p}}:s`);
@@ -293,7 +313,7 @@ async function main(): Promise<void> {
 
     // ---- the Store alone (no HTTP, no validation): what the ingest routes sit on; 4 batches in flight
     if (baselines) {
-      if (commandStats) await redis.config("RESETSTAT");
+      await fresh();
       const direct = await metered(
         async () => {
           let accepted = 0;
@@ -352,12 +372,18 @@ async function main(): Promise<void> {
       // the first scenario also warms the API up (JIT, connections): a longer warm-up
       const warm = i === 0 ? warmupSec * 2 : warmupSec;
       const spec: LoadSpec = { ...s.spec, url, warmupSec: warm, seconds, runId: `r${Date.now().toString(36)}${i}` };
-      if (commandStats) await redis.config("RESETSTAT");
+      await fresh();
       const run = await metered(
         () => loadInChild(spec),
         (r) => r.acceptedTotal,
       );
-      if (commandStats) log(`${s.name}: ${await commandTime(redis, run.result.acceptedTotal)}`);
+      if (commandStats) {
+        log(`${s.name}: ${await commandTime(redis, run.result.acceptedTotal)}`);
+        const p = await redis.info("persistence");
+        log(
+          `${s.name}: ${[...p.matchAll(/^(aof_rewrites|aof_last_rewrite_time_sec|aof_delayed_fsync|aof_current_size):(\d+)/gm)].map((m) => `${m[1]}=${m[2]}`).join(" ")}`,
+        );
+      }
       const result = run.result;
       const failures = Object.entries(result.failures)
         .map(([k, v]) => `${k}×${v}`)
