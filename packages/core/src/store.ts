@@ -88,6 +88,11 @@ export interface MatchResult {
   late: string[];
 }
 
+/**
+ * What `timeout` did. `backlog`: not now, an event accepted at or before the deadline is
+ * still unprocessed (one of the wait's match key, or more than 100 of its partition):
+ * retry shortly.
+ */
 export type TimeoutResult =
   | { outcome: "timed_out"; wait: Wait }
   | { outcome: "not_waiting"; wait: Wait }

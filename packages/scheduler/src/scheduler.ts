@@ -16,7 +16,10 @@ export const TIMEOUT_QUEUE = "timeouts";
 export interface SchedulerOptions {
   /** bucket width: a timeout fires at most this late plus processing @defaultValue 20 */
   bucketMs?: number;
-  /** retry delay when an on-time event is still unprocessed (backlog) @defaultValue 100 */
+  /**
+   * retry delay when an on-time event of the wait's match key is still unprocessed, or
+   * more than 100 on-time events of its partition are (backlog) @defaultValue 100
+   */
   retryMs?: number;
   /** sweeper period @defaultValue 1000 */
   sweepIntervalMs?: number;
