@@ -47,5 +47,5 @@ COPY packages/server/bin packages/server/bin
 USER node
 EXPOSE 8080
 # The CLI runs packages/server/dist when it is there (it is, in this image).
-ENTRYPOINT ["node", "packages/server/bin/rendezvous.js"]
+ENTRYPOINT ["node", "--max-semi-space-size=64", "packages/server/bin/rendezvous.js"]
 CMD ["start"]

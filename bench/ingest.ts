@@ -14,6 +14,7 @@
  *
  * Flags: --quick (1 s per scenario), --seconds N, --warmup N (unmeasured seconds before each
  * scenario, default 3), --only <text> (scenarios whose name has it),
+ * --default-heap (the API without the launchers' --max-semi-space-size=64),
  * --commandstats (after each load scenario, Redis time per event by command, from INFO
  * commandstats: scripts include the commands they call), --no-baselines (skip raw XADD and store.ingest direct: to profile the HTTP path alone
  * with `node --cpu-prof --import tsx bench/ingest.ts --no-baselines --only batch`).
@@ -26,6 +27,8 @@ import { cpus, loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 
 const SOURCE_CONDITION = "--conditions=@rendezvous/source";
+/** As packages/server/bin/rendezvous.js, `npm start` and the Dockerfile start the API. */
+const YOUNG_GENERATION = "--max-semi-space-size=64";
 const self = fileURLToPath(import.meta.url);
 const argv = process.argv.slice(2);
 
@@ -408,7 +411,7 @@ async function main(): Promise<void> {
   const ceiling = rawRow?.rate ?? Number.NaN;
   const cpu = cpus();
   console.log(
-    `\ningest throughput — ${cpu.length} × ${cpu[0]?.model ?? "cpu"}, node ${process.version}, ${seconds} s per scenario` +
+    `\ningest throughput — ${cpu.length} × ${cpu[0]?.model ?? "cpu"}, node ${process.version} (API: ${process.execArgv.includes(YOUNG_GENERATION) ? YOUNG_GENERATION : "default heap"}), ${seconds} s per scenario` +
       `${quick ? " (quick)" : ""}; API, redis-server and the load child share the machine` +
       ` (load average ${loadavg()
         .map((l) => l.toFixed(1))
@@ -508,8 +511,13 @@ if (childAt >= 0) {
   const result = await runLoad(JSON.parse(argv[childAt + 1] as string) as LoadSpec);
   process.stdout.write(JSON.stringify(result));
 } else if (!process.execArgv.includes(SOURCE_CONDITION)) {
-  // Re-run with the source condition so the workspace packages need no build step.
-  const r = spawnSync(process.execPath, [...process.execArgv, SOURCE_CONDITION, self, ...argv], { stdio: "inherit" });
+  // Re-run with the source condition so the workspace packages need no build step, and
+  // with the young generation the CLI's launchers give the API (docs/operations.md,
+  // "Node.js flags"): this process is the API. `--default-heap` measures without it.
+  const heap = argv.includes("--default-heap") ? [] : [YOUNG_GENERATION];
+  const r = spawnSync(process.execPath, [...process.execArgv, ...heap, SOURCE_CONDITION, self, ...argv], {
+    stdio: "inherit",
+  });
   process.exit(r.status ?? 1);
 } else {
   await main();

@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=64
 // The rendezvous CLI. Runs the built JavaScript (npm run build) when present, else
 // the TypeScript sources through tsx (a dev dependency installed by npm ci).
 import { existsSync } from "node:fs";
