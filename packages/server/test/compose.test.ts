@@ -115,7 +115,22 @@ describe("docker-compose.yml and Dockerfile", () => {
     expect(runtime).toMatch(/npm ci --omit=dev/);
     expect(runtime).toMatch(/HOST=0\.0\.0\.0/);
     expect(runtime).toMatch(/^USER (?!root)\S+/m);
-    expect(runtime).toMatch(/ENTRYPOINT \["node", "packages\/server\/bin\/rendezvous\.js"\]/);
+    // the launchers give the API a 64 MB young generation (docs/operations.md, "Node.js flags")
+    expect(runtime).toMatch(
+      /ENTRYPOINT \["node", "--max-semi-space-size=64", "packages\/server\/bin\/rendezvous\.js"\]/,
+    );
+  });
+
+  it("every launcher runs node with the API's young generation: the CLI's shebang, npm start, the Dockerfile", () => {
+    const flag = "--max-semi-space-size=64";
+    expect(readFileSync(bin, "utf8").split("\n")[0]).toBe(`#!/usr/bin/env -S node ${flag}`);
+    const pkg = JSON.parse(readFileSync(`${root}package.json`, "utf8")) as { scripts: Record<string, string> };
+    expect(pkg.scripts.start).toBe(`node ${flag} packages/server/bin/rendezvous.js start`);
+    expect(readFileSync(`${root}Dockerfile`, "utf8")).toContain(`ENTRYPOINT ["node", "${flag}", `);
+    // and the shebang runs: the CLI answers through it
+    const r = spawnSync(bin, ["--help"], { encoding: "utf8" });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toContain("Usage: rendezvous");
   });
 
   it("every command a service runs exists in the CLI (`rendezvous <cmd> --help` exits 0)", async () => {
