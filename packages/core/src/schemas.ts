@@ -6,32 +6,101 @@ export const Name = z
   .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "letters, digits, . _ - (1–64, starting alphanumeric)");
 /** An event type: `^[a-z0-9][a-z0-9._-]{0,127}$`. */
 export const EventType = z.string().regex(/^[a-z0-9][a-z0-9._-]{0,127}$/, "lowercase letters, digits, . _ - (1–128)");
-export const CorrelationId = z.string().min(1).max(256);
+
+/**
+ * What a string that is not well-formed Unicode is told. JSON lets a `\ud800` escape
+ * stand alone; such a string has no UTF-8 form, so it could not be stored as sent (and
+ * two different ones would be stored alike).
+ */
+export const LONE_SURROGATE = "not valid Unicode: a lone surrogate (a \\ud800–\\udfff escape without its pair)";
+
+/** `String.prototype.isWellFormed` (ES2024; Node 20 has it, this TypeScript lib does not). */
+export function isWellFormed(s: string): boolean {
+  return (s as string & { isWellFormed(): boolean }).isWellFormed();
+}
+
+/**
+ * Where `value` holds a string or key that is not well-formed Unicode, as a path, or
+ * null. Iterative: no recursion to overflow.
+ */
+export function illFormedPath(value: unknown): Array<string | number> | null {
+  if (allWellFormed(value)) return null; // the common case, without building paths
+  const stack: Array<[unknown, Array<string | number>]> = [[value, []]];
+  while (stack.length > 0) {
+    const [v, path] = stack.pop() as [unknown, Array<string | number>];
+    if (typeof v === "string") {
+      if (!isWellFormed(v)) return path;
+      continue;
+    }
+    if (v === null || typeof v !== "object") continue;
+    if (Array.isArray(v)) {
+      v.forEach((child, i) => {
+        stack.push([child, [...path, i]]);
+      });
+      continue;
+    }
+    for (const key of Object.keys(v)) {
+      if (!isWellFormed(key)) return [...path, key];
+      stack.push([(v as Record<string, unknown>)[key], [...path, key]]);
+    }
+  }
+  return null;
+}
+
+/** Whether every string and key in `value` is well-formed Unicode (one walk, no paths). */
+function allWellFormed(value: unknown): boolean {
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v === "string") {
+      if (!isWellFormed(v)) return false;
+    } else if (Array.isArray(v)) {
+      for (const child of v) stack.push(child);
+    } else if (v !== null && typeof v === "object") {
+      for (const key in v) {
+        if (!Object.hasOwn(v, key)) continue;
+        if (!isWellFormed(key)) return false;
+        stack.push((v as Record<string, unknown>)[key]);
+      }
+    }
+  }
+  return true;
+}
+
+/** A string of `min`–`max` UTF-16 units that is well-formed Unicode. */
+export const Text = (min: number, max: number) => z.string().min(min).max(max).refine(isWellFormed, LONE_SURROGATE);
+
+export const CorrelationId = Text(1, 256);
 const IsoTime = z.iso.datetime({ offset: true });
 const JsonObject = z.record(z.string(), z.unknown());
+/** A JSON object sent by a client: every string and key in it well-formed Unicode. */
+export const InputObject = JsonObject.superRefine((value, ctx) => {
+  const path = illFormedPath(value);
+  if (path) ctx.addIssue({ code: "custom", message: LONE_SURROGATE, path });
+});
 
 /** The event envelope a producer sends (API.md, Events). */
 export const EventInput = z.strictObject({
-  id: z.string().min(1).max(200),
+  id: Text(1, 200),
   type: EventType,
   correlationId: CorrelationId,
   occurredAt: IsoTime.optional(),
-  payload: JsonObject.optional(),
+  payload: InputObject.optional(),
 });
 export type EventInput = z.infer<typeof EventInput>;
 
 /** The body of `POST /v1/waits`. */
 export const WaitSpec = z
   .strictObject({
-    runId: z.string().min(1).max(200),
-    position: z.string().min(1).max(200),
+    runId: Text(1, 200),
+    position: Text(1, 200),
     eventType: EventType,
     correlationId: CorrelationId,
     timeoutMs: z.int().positive().max(Number.MAX_SAFE_INTEGER).optional(),
     deadline: IsoTime.optional(),
     since: IsoTime.optional(),
-    externalJobId: z.string().min(1).max(200).optional(),
-    metadata: JsonObject.optional(),
+    externalJobId: Text(1, 200).optional(),
+    metadata: InputObject.optional(),
   })
   .refine((w) => !(w.timeoutMs !== undefined && w.deadline !== undefined), {
     message: "give timeoutMs or deadline, not both",

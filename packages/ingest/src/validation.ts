@@ -5,7 +5,7 @@
  * Schema (compiled once with ajv). Every refusal is a RendezvousError whose
  * `issues` (`{path, message}`) say what to change.
  */
-import { type Config, CorrelationId, EventInput, EventType, RendezvousError } from "@rendezvous/core";
+import { type Config, CorrelationId, EventInput, EventType, isWellFormed, RendezvousError } from "@rendezvous/core";
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import addFormatsModule from "ajv-formats";
 import type { ProducerIdentity } from "./auth.js";
@@ -180,7 +180,7 @@ export function readableMatchKey(raw: unknown): Refused["matchKey"] {
 export function readableId(raw: unknown): string | undefined {
   if (typeof raw !== "object" || raw === null) return undefined;
   const { id } = raw as Record<string, unknown>;
-  return typeof id === "string" && id.length > 0 && id.length <= 200 ? id : undefined;
+  return typeof id === "string" && id.length > 0 && id.length <= 200 && isWellFormed(id) ? id : undefined;
 }
 
 // ajv-formats is CommonJS with a default export; under NodeNext it arrives as the module object.

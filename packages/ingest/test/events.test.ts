@@ -1,5 +1,6 @@
+import { LONE_SURROGATE } from "@rendezvous/core";
 import { describe, expect, it } from "vitest";
-import { errorCode, ev, makeApp, publish, snapshot, streamLength } from "./helpers.js";
+import { errorCode, ev, makeApp, publish, publishBatch, snapshot, streamLength } from "./helpers.js";
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -125,6 +126,39 @@ describe("POST /v1/events", () => {
       for (const issue of error.issues) expect(issue).toEqual({ path: expect.any(Array), message: expect.any(String) });
     }
     expect(await streamLength(h)).toBe(accepted.length);
+  });
+
+  it("400 invalid_event for a lone surrogate (valid JSON, not valid Unicode) in the id, correlation id, a payload value or key; nothing stored", async () => {
+    const h = await makeApp();
+    const before = await snapshot(h);
+    const cases: Array<[string, Array<string | number>]> = [
+      ['{"id":"e\\ud800","type":"job.done","correlationId":"c"}', ["id"]],
+      ['{"id":"e1","type":"job.done","correlationId":"c\\udfff"}', ["correlationId"]],
+      [
+        '{"id":"e1","type":"job.done","correlationId":"c","payload":{"a":{"b":["x","\\ud83d"]}}}',
+        ["payload", "a", "b", 1],
+      ],
+      ['{"id":"e1","type":"job.done","correlationId":"c","payload":{"k\\udc00":1}}', ["payload", "k\udc00"]],
+    ];
+    for (const [body, path] of cases) {
+      const res = await publish(h, body);
+      expect(res.statusCode, body).toBe(400);
+      expect(res.json().error.code).toBe("invalid_event");
+      expect(res.json().error.issues).toContainEqual({ path, message: LONE_SURROGATE });
+    }
+    expect(await snapshot(h)).toEqual(before);
+    // in a batch only that event is refused
+    const batch = await publishBatch(h, [ev("b1"), { ...ev("b2"), correlationId: "c\ud800" }, ev("b3")]);
+    expect(batch.statusCode).toBe(200);
+    expect(batch.json().results.map((r: { status: string }) => r.status)).toEqual(["accepted", "rejected", "accepted"]);
+    expect(batch.json().results[1].error).toMatchObject({ code: "invalid_event" });
+    expect(await streamLength(h)).toBeGreaterThan(0);
+    // a surrogate pair (an emoji sent as two escapes) is well-formed
+    const pair = await publish(
+      h,
+      '{"id":"e-pair","type":"job.done","correlationId":"c","payload":{"s":"\\ud83d\\ude00"}}',
+    );
+    expect(pair.statusCode).toBe(202);
   });
 
   it("400 invalid_event for a body that is not JSON, not an object, or has extra fields", async () => {

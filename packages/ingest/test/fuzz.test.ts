@@ -68,6 +68,19 @@ const brokenEvent: fc.Arbitrary<unknown> = fc.oneof(
     }),
   ),
   validEvent.map((e): Ev => ({ ...e, type: "order.paid", payload: {} })),
+  // a lone surrogate (valid JSON as a \udXXX escape, not valid Unicode) in a string or a key
+  fc
+    .tuple(
+      validEvent,
+      fc.constantFrom("id", "correlationId", "payload value", "payload key"),
+      fc.integer({ min: 0xd800, max: 0xdfff }),
+    )
+    .map(([e, where, unit]): Ev => {
+      const lone = String.fromCharCode(unit);
+      if (where === "payload value") return { ...e, payload: { ...(e.payload as object), s: `a${lone}b` } };
+      if (where === "payload key") return { ...e, payload: { ...(e.payload as object), [`k${lone}`]: 1 } };
+      return { ...e, [where]: `${String(e[where]).slice(0, 100)}${lone}` };
+    }),
 );
 
 /** Raw bodies that are not an event envelope at all. */

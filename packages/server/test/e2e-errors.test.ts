@@ -180,7 +180,7 @@ describe("every error code over HTTP (rendezvous start)", () => {
     expectError(await request(server.url, "GET", "/%zz"), 404, "not_found");
   });
 
-  it("invalid_request 400 with issues (host bodies and queries)", async () => {
+  it("invalid_request 400 with issues (host bodies and queries, a lone surrogate too)", async () => {
     expectIssues(await host.post("/v1/waits", { runId: "r" }), "invalid_request");
     expectIssues(
       await host.post("/v1/waits", { runId: "r", position: "p", eventType: "Bad Type", correlationId: "c" }),
@@ -201,6 +201,21 @@ describe("every error code over HTTP (rendezvous start)", () => {
     expectIssues(await host.get("/v1/waits?state=sleeping"), "invalid_request");
     expectIssues(await host.get("/v1/waits?cursor=not-a-cursor"), "invalid_request");
     expectIssues(await host.post("/v1/deliver", { eventType: "job.done", all: "yes" }), "invalid_request");
+    // a lone surrogate (valid JSON as a \udXXX escape, not valid Unicode) anywhere in a host body
+    const lone = "\ud800";
+    const spec = { runId: "r", position: "p", eventType: "job.done", correlationId: "c" };
+    for (const body of [
+      { ...spec, correlationId: `c${lone}` },
+      { ...spec, runId: `r${lone}` },
+      { ...spec, metadata: { note: [`x${lone}`] } },
+      { ...spec, metadata: { [`k${lone}`]: 1 } },
+    ]) {
+      const error = expectIssues(await host.post("/v1/waits", body), "invalid_request");
+      expect(JSON.stringify(error.issues)).toContain("lone surrogate");
+    }
+    expectIssues(await host.post("/v1/deliver", { eventType: "job.done", payload: { s: lone } }), "invalid_request");
+    expectIssues(await host.post("/v1/waits/w1.abc/consume", { worker: lone }), "invalid_request");
+    expectIssues(await host.patch("/v1/waits/w1.abc", { externalJobId: lone }), "invalid_request");
     // the admin token names the tenant
     const admin = client(server.url, bearer(ADMIN));
     expectIssues(await admin.get("/v1/waits"), "invalid_request");

@@ -7,9 +7,11 @@
 import {
   type Config,
   explainWait,
+  InputObject,
   listWaits,
   RendezvousError,
   type Resources,
+  Text,
   Wait,
   WaitSpec,
   WaitState,
@@ -36,21 +38,21 @@ export const ErrorBody = z.object({
 const errors = { 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody, 503: ErrorBody };
 
 export const ListQuery = z.strictObject({
-  runId: z.string().min(1).max(200).optional(),
+  runId: Text(1, 200).optional(),
   state: WaitState.optional(),
   eventType: z.string().min(1).max(128).optional(),
-  correlationId: z.string().min(1).max(256).optional(),
+  correlationId: Text(1, 256).optional(),
   limit: z.coerce.number().int().min(1).max(500).default(50),
   cursor: z.string().max(2000).optional(),
   tenant: z.string().max(64).optional(),
 });
 
-export const PatchBody = z.strictObject({ externalJobId: z.string().min(1).max(200) });
-export const ConsumeBody = z.strictObject({ worker: z.string().min(1).max(200) });
+export const PatchBody = z.strictObject({ externalJobId: Text(1, 200) });
+export const ConsumeBody = z.strictObject({ worker: Text(1, 200) });
 export const DeliverBody = z.strictObject({
   eventType: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,127}$/),
-  correlationId: z.string().min(1).max(256).optional(),
-  payload: z.record(z.string(), z.unknown()).optional(),
+  correlationId: Text(1, 256).optional(),
+  payload: InputObject.optional(),
   all: z.boolean().default(false),
 });
 
