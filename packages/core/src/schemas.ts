@@ -19,19 +19,35 @@ export function isWellFormed(s: string): boolean {
   return (s as string & { isWellFormed(): boolean }).isWellFormed();
 }
 
+/** What a number JSON reads as ±Infinity (beyond ±1.7976931348623157e308) is told. */
+export const NUMBER_OUT_OF_RANGE = "a number out of range: beyond ±1.7976931348623157e308 it reads as Infinity";
+
+/** A value that cannot be stored as sent, where it is and why. */
+export interface Unstorable {
+  path: Array<string | number>;
+  message: string;
+}
+
+/** Why a leaf of parsed JSON cannot be stored as sent, or null. */
+function leafProblem(v: unknown): string | null {
+  if (typeof v === "string") return isWellFormed(v) ? null : LONE_SURROGATE;
+  if (typeof v === "number") return Number.isFinite(v) ? null : NUMBER_OUT_OF_RANGE;
+  return null;
+}
+
 /**
- * Where `value` holds a string or key that is not well-formed Unicode, as a path, or
- * null. Iterative: no recursion to overflow.
+ * The first string or key of parsed JSON that is not well-formed Unicode, or number that
+ * read as ±Infinity (`1e400`): JSON allows both, but neither can be stored as sent (the
+ * canonical JSON that hashes and stores a payload refuses them). Null when there is none.
+ * Iterative: no recursion to overflow.
  */
-export function illFormedPath(value: unknown): Array<string | number> | null {
-  if (allWellFormed(value)) return null; // the common case, without building paths
+export function unstorable(value: unknown): Unstorable | null {
+  if (allStorable(value)) return null; // the common case, without building paths
   const stack: Array<[unknown, Array<string | number>]> = [[value, []]];
   while (stack.length > 0) {
     const [v, path] = stack.pop() as [unknown, Array<string | number>];
-    if (typeof v === "string") {
-      if (!isWellFormed(v)) return path;
-      continue;
-    }
+    const problem = leafProblem(v);
+    if (problem) return { path, message: problem };
     if (v === null || typeof v !== "object") continue;
     if (Array.isArray(v)) {
       v.forEach((child, i) => {
@@ -40,20 +56,22 @@ export function illFormedPath(value: unknown): Array<string | number> | null {
       continue;
     }
     for (const key of Object.keys(v)) {
-      if (!isWellFormed(key)) return [...path, key];
+      if (!isWellFormed(key)) return { path: [...path, key], message: LONE_SURROGATE };
       stack.push([(v as Record<string, unknown>)[key], [...path, key]]);
     }
   }
   return null;
 }
 
-/** Whether every string and key in `value` is well-formed Unicode (one walk, no paths). */
-function allWellFormed(value: unknown): boolean {
+/** Whether `unstorable(value)` is null (one walk, no paths). */
+function allStorable(value: unknown): boolean {
   const stack: unknown[] = [value];
   while (stack.length > 0) {
     const v = stack.pop();
     if (typeof v === "string") {
       if (!isWellFormed(v)) return false;
+    } else if (typeof v === "number") {
+      if (!Number.isFinite(v)) return false;
     } else if (Array.isArray(v)) {
       for (const child of v) stack.push(child);
     } else if (v !== null && typeof v === "object") {
@@ -73,10 +91,10 @@ export const Text = (min: number, max: number) => z.string().min(min).max(max).r
 export const CorrelationId = Text(1, 256);
 const IsoTime = z.iso.datetime({ offset: true });
 const JsonObject = z.record(z.string(), z.unknown());
-/** A JSON object sent by a client: every string and key in it well-formed Unicode. */
+/** A JSON object sent by a client that can be stored as sent (see `unstorable`). */
 export const InputObject = JsonObject.superRefine((value, ctx) => {
-  const path = illFormedPath(value);
-  if (path) ctx.addIssue({ code: "custom", message: LONE_SURROGATE, path });
+  const bad = unstorable(value);
+  if (bad) ctx.addIssue({ code: "custom", message: bad.message, path: bad.path });
 });
 
 /** The event envelope a producer sends (API.md, Events). */

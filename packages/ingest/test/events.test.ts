@@ -1,4 +1,4 @@
-import { LONE_SURROGATE } from "@rendezvous/core";
+import { LONE_SURROGATE, NUMBER_OUT_OF_RANGE } from "@rendezvous/core";
 import { describe, expect, it } from "vitest";
 import { errorCode, ev, makeApp, publish, publishBatch, snapshot, streamLength } from "./helpers.js";
 
@@ -128,7 +128,7 @@ describe("POST /v1/events", () => {
     expect(await streamLength(h)).toBe(accepted.length);
   });
 
-  it("400 invalid_event for a lone surrogate (valid JSON, not valid Unicode) in the id, correlation id, a payload value or key; nothing stored", async () => {
+  it("400 invalid_event for a lone surrogate (valid JSON, not valid Unicode) in the id, correlation id, a payload value or key, and for a number beyond double range; nothing stored", async () => {
     const h = await makeApp();
     const before = await snapshot(h);
     const cases: Array<[string, Array<string | number>]> = [
@@ -145,6 +145,12 @@ describe("POST /v1/events", () => {
       expect(res.statusCode, body).toBe(400);
       expect(res.json().error.code).toBe("invalid_event");
       expect(res.json().error.issues).toContainEqual({ path, message: LONE_SURROGATE });
+    }
+    // a number JSON reads as Infinity cannot be stored as sent either
+    for (const n of ["1e400", "-1e400"]) {
+      const res = await publish(h, `{"id":"e1","type":"job.done","correlationId":"c","payload":{"a":[${n}]}}`);
+      expect(res.statusCode, n).toBe(400);
+      expect(res.json().error.issues).toContainEqual({ path: ["payload", "a", 0], message: NUMBER_OUT_OF_RANGE });
     }
     expect(await snapshot(h)).toEqual(before);
     // in a batch only that event is refused

@@ -83,8 +83,19 @@ const brokenEvent: fc.Arbitrary<unknown> = fc.oneof(
     }),
 );
 
+/** An event whose payload holds a number JSON reads as Infinity (JSON.stringify cannot write it: raw text). */
+const infiniteNumber: fc.Arbitrary<string> = fc
+  .tuple(validEvent, fc.integer({ min: 309, max: 9999 }), fc.boolean())
+  .map(([e, exp, negative]) =>
+    JSON.stringify({ ...e, payload: { ...(e.payload as object), n: 0 } }).replace(
+      '"n":0',
+      `"n":${negative ? "-" : ""}1e${exp}`,
+    ),
+  );
+
 /** Raw bodies that are not an event envelope at all. */
 const brokenRaw: fc.Arbitrary<string | Buffer> = fc.oneof(
+  infiniteNumber,
   anyJson.filter((v) => typeof v !== "object" || v === null || Array.isArray(v)).map((v) => JSON.stringify(v)),
   fc.string({ maxLength: 200 }).filter((s) => !s.trim().startsWith("{")),
   fc.uint8Array({ maxLength: 200 }).map((b) => Buffer.from(b)),

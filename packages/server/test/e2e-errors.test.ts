@@ -180,7 +180,7 @@ describe("every error code over HTTP (rendezvous start)", () => {
     expectError(await request(server.url, "GET", "/%zz"), 404, "not_found");
   });
 
-  it("invalid_request 400 with issues (host bodies and queries, a lone surrogate too)", async () => {
+  it("invalid_request 400 with issues (host bodies and queries; a lone surrogate, a number beyond double range)", async () => {
     expectIssues(await host.post("/v1/waits", { runId: "r" }), "invalid_request");
     expectIssues(
       await host.post("/v1/waits", { runId: "r", position: "p", eventType: "Bad Type", correlationId: "c" }),
@@ -216,6 +216,15 @@ describe("every error code over HTTP (rendezvous start)", () => {
     expectIssues(await host.post("/v1/deliver", { eventType: "job.done", payload: { s: lone } }), "invalid_request");
     expectIssues(await host.post("/v1/waits/w1.abc/consume", { worker: lone }), "invalid_request");
     expectIssues(await host.patch("/v1/waits/w1.abc", { externalJobId: lone }), "invalid_request");
+    // a number JSON reads as Infinity (stringify would send null: the raw body)
+    for (const [path, raw] of [
+      ["/v1/deliver", '{"eventType":"job.done","payload":{"n":1e400}}'],
+      ["/v1/waits", '{"runId":"r","position":"p","eventType":"job.done","correlationId":"c","metadata":{"n":-1e400}}'],
+    ] as const) {
+      const headers = { "content-type": "application/json", ...bearer("hk_acme_err") };
+      const error = expectIssues(await request(server.url, "POST", path, { raw, headers }), "invalid_request");
+      expect(JSON.stringify(error.issues)).toContain("out of range");
+    }
     // the admin token names the tenant
     const admin = client(server.url, bearer(ADMIN));
     expectIssues(await admin.get("/v1/waits"), "invalid_request");
