@@ -66,6 +66,7 @@ export {
   EventRef,
   EventStatus,
   EventType,
+  findInJson,
   HistoryEntry,
   HistoryWhat,
   InputObject,

@@ -43,11 +43,32 @@ function leafProblem(v: unknown): string | null {
  */
 export function unstorable(value: unknown): Unstorable | null {
   if (allStorable(value)) return null; // the common case, without building paths
+  const found = findInJson<Unstorable>(
+    value,
+    (v, path) => {
+      const message = leafProblem(v);
+      return message ? { path, message } : undefined;
+    },
+    (key, _child, path) => (isWellFormed(key) ? undefined : { path: [...path, key], message: LONE_SURROGATE }),
+  );
+  return found ?? null;
+}
+
+/**
+ * Walks parsed JSON depth-first, knowing the path of each place, and returns the first
+ * answer of `atValue` (asked of every value) or `atKey` (asked of every object key, with
+ * its value, before that value is visited). Iterative: no recursion to overflow.
+ */
+export function findInJson<T>(
+  value: unknown,
+  atValue: (v: unknown, path: Array<string | number>) => T | undefined,
+  atKey: (key: string, child: unknown, path: Array<string | number>) => T | undefined,
+): T | undefined {
   const stack: Array<[unknown, Array<string | number>]> = [[value, []]];
   while (stack.length > 0) {
     const [v, path] = stack.pop() as [unknown, Array<string | number>];
-    const problem = leafProblem(v);
-    if (problem) return { path, message: problem };
+    const found = atValue(v, path);
+    if (found !== undefined) return found;
     if (v === null || typeof v !== "object") continue;
     if (Array.isArray(v)) {
       v.forEach((child, i) => {
@@ -56,11 +77,13 @@ export function unstorable(value: unknown): Unstorable | null {
       continue;
     }
     for (const key of Object.keys(v)) {
-      if (!isWellFormed(key)) return { path: [...path, key], message: LONE_SURROGATE };
-      stack.push([(v as Record<string, unknown>)[key], [...path, key]]);
+      const child = (v as Record<string, unknown>)[key];
+      const atThisKey = atKey(key, child, path);
+      if (atThisKey !== undefined) return atThisKey;
+      stack.push([child, [...path, key]]);
     }
   }
-  return null;
+  return undefined;
 }
 
 /** Whether `unstorable(value)` is null (one walk, no paths). */

@@ -5,7 +5,15 @@
  * Schema (compiled once with ajv). Every refusal is a RendezvousError whose
  * `issues` (`{path, message}`) say what to change.
  */
-import { type Config, CorrelationId, EventInput, EventType, isWellFormed, RendezvousError } from "@rendezvous/core";
+import {
+  type Config,
+  CorrelationId,
+  EventInput,
+  EventType,
+  findInJson,
+  isWellFormed,
+  RendezvousError,
+} from "@rendezvous/core";
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import addFormatsModule from "ajv-formats";
 import type { ProducerIdentity } from "./auth.js";
@@ -91,26 +99,18 @@ export function parseJsonBody(raw: Buffer): unknown {
  */
 export function poisonedPath(value: unknown): Array<string | number> | null {
   if (!scanEvent(value).poisoned) return null; // the common case, without building paths
-  const stack: Array<[unknown, Array<string | number>]> = [[value, []]];
-  while (stack.length > 0) {
-    const [v, path] = stack.pop() as [unknown, Array<string | number>];
-    if (v === null || typeof v !== "object") continue;
-    if (Array.isArray(v)) {
-      v.forEach((child, i) => {
-        stack.push([child, [...path, i]]);
-      });
-      continue;
-    }
-    for (const key of Object.keys(v)) {
-      const child = (v as Record<string, unknown>)[key];
+  const found = findInJson<Array<string | number>>(
+    value,
+    () => undefined,
+    (key, child, path) => {
       if (key === "__proto__") return [...path, key];
       if (key === "constructor" && child !== null && typeof child === "object" && Object.hasOwn(child, "prototype")) {
         return [...path, key, "prototype"];
       }
-      stack.push([child, [...path, key]]);
-    }
-  }
-  return null;
+      return undefined;
+    },
+  );
+  return found ?? null;
 }
 
 /**
