@@ -181,11 +181,9 @@ async function main(): Promise<void> {
   const warmupSec = warmupArg >= 0 ? Number(argv[warmupArg + 1]) : quick ? 0.3 : 3;
 
   // Workspace packages come from their sources (this process runs with the source condition).
-  const { createRedis, parseConfig, Store } = await import("@rendezvous/core");
+  const { createLogger, createRedis, parseConfig, Store, startRedisServer } = await import("@rendezvous/core");
   const { ingestRoutes, frameworkErrors } = await import("@rendezvous/ingest");
-  const startRedisServer = await loadStartRedis();
   const { default: Fastify } = await import("fastify");
-  const { createLogger } = await import("@rendezvous/core");
 
   const log = (m: string) => process.stderr.write(`[bench:ingest] ${m}\n`);
   const server = await startRedisServer({ aof: true, fsync: "everysec" });
@@ -466,24 +464,6 @@ function sysPart(share: number): string {
 /** A latency for the table (`—` when no request completed in the window; JSON turns NaN into null). */
 function ms(value: number | null): string {
   return value === null || Number.isNaN(value) ? "—" : `${value.toFixed(1)} ms`;
-}
-
-type StartRedis = (opts: { aof?: boolean; fsync?: "always" | "everysec" | "no" }) => Promise<{
-  pid: number;
-  url: string;
-  stop(): Promise<void>;
-}>;
-
-/**
- * The testkit's `startRedisServer` (private redis-server on a free port). The
- * testkit's entry point also installs vitest hooks, so it is taken from where it
- * lives: core's entry point, or the testkit's own module.
- */
-async function loadStartRedis(): Promise<StartRedis> {
-  const core = (await import("@rendezvous/core")) as Record<string, unknown>;
-  if (typeof core.startRedisServer === "function") return core.startRedisServer as StartRedis;
-  const module = "../packages/testkit/src/redis-server.js";
-  return ((await import(module)) as { startRedisServer: StartRedis }).startRedisServer;
 }
 
 /** Runs one load scenario in a child process (this file, `--load-child`) and reads its JSON result. */

@@ -39,7 +39,6 @@ if nowArg ~= "" then
   idArg = nowArg .. "-*"
 end
 
-
 local rows = unpackRows(ARGV[3], 3)
 local eventKeys, matchKeys, heads, fields = rows[1], rows[2], rows[3], {}
 for n = 1, #eventKeys do

@@ -30,7 +30,6 @@
 local eventsKey, expiryKey = KEYS[1], KEYS[2]
 local windowMs = tonumber(ARGV[1])
 
-
 local rows = unpackRows(ARGV[3], 2)
 local eventKeys, records, fields = rows[1], rows[2], {}
 for n = 1, #eventKeys do

@@ -61,6 +61,7 @@ export { createResources, queuePrefixFor, type ResourceOptions, type Resources }
 export {
   Consumption,
   CorrelationId,
+  EventId,
   EventInput,
   EventRecord,
   EventRef,

@@ -111,6 +111,8 @@ function allStorable(value: unknown): boolean {
 /** A string of `min`–`max` UTF-16 units that is well-formed Unicode. */
 export const Text = (min: number, max: number) => z.string().min(min).max(max).refine(isWellFormed, LONE_SURROGATE);
 
+/** An event id (unique per tenant and producer). */
+export const EventId = Text(1, 200);
 export const CorrelationId = Text(1, 256);
 const IsoTime = z.iso.datetime({ offset: true });
 const JsonObject = z.record(z.string(), z.unknown());
@@ -122,7 +124,7 @@ export const InputObject = JsonObject.superRefine((value, ctx) => {
 
 /** The event envelope a producer sends (API.md, Events). */
 export const EventInput = z.strictObject({
-  id: Text(1, 200),
+  id: EventId,
   type: EventType,
   correlationId: CorrelationId,
   occurredAt: IsoTime.optional(),

@@ -8,10 +8,10 @@
 import {
   type Config,
   CorrelationId,
+  EventId,
   EventInput,
   EventType,
   findInJson,
-  isWellFormed,
   RendezvousError,
 } from "@rendezvous/core";
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
@@ -180,7 +180,7 @@ export function readableMatchKey(raw: unknown): Refused["matchKey"] {
 export function readableId(raw: unknown): string | undefined {
   if (typeof raw !== "object" || raw === null) return undefined;
   const { id } = raw as Record<string, unknown>;
-  return typeof id === "string" && id.length > 0 && id.length <= 200 && isWellFormed(id) ? id : undefined;
+  return EventId.safeParse(id).success ? (id as string) : undefined;
 }
 
 // ajv-formats is CommonJS with a default export; under NodeNext it arrives as the module object.

@@ -12,8 +12,10 @@
   Wait states: w waiting, r resolved, t timed_out, c cancelled.
   Event states: p pending, m matched, b buffered, l late, x expired.
   The inbox and in-flight indexes hold "<encoded match key><suffix>"; an encoded
-  match key (length-prefixed parts) is prefix-free, so "[mk" .. "(mk\255" ranges
-  over exactly the members of that match key. The wait indexes (waiting, done) hold
+  match key (length-prefixed parts) is prefix-free, so in the inbox (all scores 0)
+  "[mk" .. "(mk\255" ranges over exactly the members of that match key, and in the
+  in-flight index (scored by accepted time) a member that starts with mk is of mk.
+  The wait indexes (waiting, done) hold
   "<index key 12><wait id body 16>" (28 bytes: jemalloc's 32-byte class), the index
   key being 4-character digests of the tenant, (tenant, type) and the match key, so
   that prefixes of 4, 8 or 12 characters select a tenant, a type or a match key;
@@ -33,7 +35,6 @@ local function nowMs(override)
   local t = redis.call("TIME")
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-
 
 -- Fixed-width form of a stream id so that lexical order is id order:
 -- "%015d-%010d" of its two numbers, built without number conversions.

@@ -6,6 +6,8 @@
  */
 import {
   type Config,
+  CorrelationId,
+  EventType,
   explainWait,
   InputObject,
   listWaits,
@@ -41,7 +43,7 @@ export const ListQuery = z.strictObject({
   runId: Text(1, 200).optional(),
   state: WaitState.optional(),
   eventType: z.string().min(1).max(128).optional(),
-  correlationId: Text(1, 256).optional(),
+  correlationId: CorrelationId.optional(),
   limit: z.coerce.number().int().min(1).max(500).default(50),
   cursor: z.string().max(2000).optional(),
   tenant: z.string().max(64).optional(),
@@ -50,8 +52,8 @@ export const ListQuery = z.strictObject({
 export const PatchBody = z.strictObject({ externalJobId: Text(1, 200) });
 export const ConsumeBody = z.strictObject({ worker: Text(1, 200) });
 export const DeliverBody = z.strictObject({
-  eventType: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,127}$/),
-  correlationId: Text(1, 256).optional(),
+  eventType: EventType,
+  correlationId: CorrelationId.optional(),
   payload: InputObject.optional(),
   all: z.boolean().default(false),
 });
