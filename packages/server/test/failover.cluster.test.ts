@@ -121,7 +121,24 @@ describe("Redis Cluster failover with real role processes", () => {
     const final = await until(async () => {
       const waits = await res.store.getWaits(waitIds);
       return waits.every(dispatched) ? (waits as Wait[]) : undefined;
-    }, 60_000);
+    }, 60_000).catch(async (err: Error) => {
+      // say where the pipeline stopped: wait states, and each partition's stream and group
+      const waits = await res.store.getWaits(waitIds).catch(() => []);
+      const states: Record<string, number> = {};
+      for (const w of waits) {
+        const k = `${w?.state ?? "missing"}${dispatched(w) ? "+dispatched" : ""}`;
+        states[k] = (states[k] ?? 0) + 1;
+      }
+      const streams = await Promise.all(
+        res.store.keys.allPartitions().map(async (p) => {
+          const k = res.store.keys.partition(p);
+          const info = await res.redis.xinfo("GROUPS", k.stream).catch((e: Error) => e.message);
+          const outbox = await res.redis.xinfo("GROUPS", k.outbox).catch((e: Error) => e.message);
+          return `p${p}: stream groups ${JSON.stringify(info)}, outbox groups ${JSON.stringify(outbox)}`;
+        }),
+      );
+      throw new Error(`${err.message}: waits ${JSON.stringify(states)}; ${streams.join("; ")}`);
+    });
     for (const w of final) {
       expect(w.state).toBe("resolved");
       expect(w.history.filter((h) => h.what === "resolved")).toHaveLength(1);
