@@ -20,8 +20,6 @@ export interface PartitionKeys {
   readonly deadlines: string;
   /** lex zset "<mk><padded stream id><eventKey>" of buffered events */
   readonly inbox: string;
-  /** lex zset "<mk><padded stream id><eventKey>" of appended, unmatched events */
-  readonly inflight: string;
   /** hash "e:<eventKey>" → event record, "d:<eventKey>" → dedup record */
   readonly events: string;
   /** zset of records to remove, scored by time */
@@ -94,7 +92,6 @@ export class KeyLayout {
         done: `${tag}:id`,
         deadlines: `${tag}:dl`,
         inbox: `${tag}:ib`,
-        inflight: `${tag}:if`,
         events: `${tag}:e`,
         expiry: `${tag}:x`,
         runs: `${tag}:r`,

@@ -6,7 +6,7 @@
 import type { ChainableCommander } from "ioredis";
 import { RendezvousError } from "./errors.js";
 import { luaScripts, type ScriptName } from "./generated/lua.js";
-import type { PartitionKeys } from "./keys.js";
+import { MATCHER_GROUP, type PartitionKeys } from "./keys.js";
 import type { RedisLike } from "./redis.js";
 
 export type { RedisLike };
@@ -101,15 +101,15 @@ export function dedupEventsArgs(
 
 export function appendEventsArgs(
   k: PartitionKeys,
-  a: { keepMs: number; now?: number; events: Array<{ eventKey: string; matchKey: string; head: string }> },
+  a: { keepMs: number; now?: number; events: Array<{ eventKey: string; head: string }> },
 ): ScriptCall {
   let chars = 0;
-  for (const e of a.events) chars += e.eventKey.length + e.matchKey.length + e.head.length + 15;
+  for (const e of a.events) chars += e.eventKey.length + e.head.length + 10;
   const packed = new Packer(chars * 3);
-  for (const e of a.events) packed.field(e.eventKey).field(e.matchKey).field(e.head);
+  for (const e of a.events) packed.field(e.eventKey).field(e.head);
   return {
     script: "appendEvents",
-    keys: [k.stream, k.events, k.inflight, k.expiry],
+    keys: [k.stream, k.events, k.expiry],
     args: [a.keepMs, clock(a.now), packed.done()],
   };
 }
@@ -155,7 +155,7 @@ export function matchEventArgs(
 ): ScriptCall {
   return {
     script: "matchEvent",
-    keys: [k.events, k.waits, k.waiting, k.done, k.deadlines, k.inbox, k.inflight, k.outbox, k.expiry],
+    keys: [k.events, k.waits, k.waiting, k.done, k.deadlines, k.inbox, k.outbox, k.expiry],
     args: [a.streamId, a.eventKey, a.fanoutCap, a.retentionMs, clock(a.now), `w${k.partition}.`],
   };
 }
@@ -166,8 +166,8 @@ export function timeoutWaitArgs(
 ): ScriptCall {
   return {
     script: "timeoutWait",
-    keys: [k.waits, k.waiting, k.done, k.deadlines, k.inflight, k.outbox, k.expiry],
-    args: [a.waitId, a.retentionMs, clock(a.now)],
+    keys: [k.waits, k.waiting, k.done, k.deadlines, k.stream, k.outbox, k.expiry, k.events],
+    args: [a.waitId, a.retentionMs, clock(a.now), MATCHER_GROUP],
   };
 }
 
@@ -225,7 +225,7 @@ export function annotateWaitArgs(
 export function expireRecordsArgs(k: PartitionKeys, a: { limit: number; now?: number }): ScriptCall {
   return {
     script: "expireRecords",
-    keys: [k.expiry, k.waits, k.done, k.events, k.inbox, k.rejected, k.inflight],
+    keys: [k.expiry, k.waits, k.done, k.events, k.inbox, k.rejected],
     args: [a.limit, clock(a.now)],
   };
 }

@@ -312,11 +312,7 @@ export class Store {
           const e = it.input;
           const retention = retentionFor(this.config as Config, e.type);
           keepMs = Math.max(keepMs, retention);
-          return {
-            eventKey: it.eventKey,
-            matchKey: it.matchKey,
-            head: eventRecordHead(headPrefix, it, retention),
-          };
+          return { eventKey: it.eventKey, head: eventRecordHead(headPrefix, it, retention) };
         });
         return appendEventsArgs(k, { keepMs, now, events });
       },

@@ -1,5 +1,14 @@
 import { redisUrl, trackOpen, uniquePrefix } from "@rendezvous/testkit";
-import { type ConfigInput, createRedis, type EventInput, parseConfig, type RedisLike, Store } from "../src/index.js";
+import {
+  type ConfigInput,
+  createRedis,
+  type EventInput,
+  MATCHER_GROUP,
+  parseConfig,
+  type RedisLike,
+  Store,
+  splitEncodings,
+} from "../src/index.js";
 
 export interface Harness {
   store: Store;
@@ -59,4 +68,39 @@ export async function matchOne(h: Harness, ingested: { partition: number; stream
   const [r] = await h.store.match(ingested.partition, [{ streamId: ingested.streamId, eventKey: ingested.eventKey }]);
   if (!r) throw new Error("no match result");
   return r;
+}
+
+/**
+ * Does what a matcher does to a partition stream (without the matcher package): creates
+ * the matchers' consumer group when missing, reads up to `count` undelivered entries
+ * through it and, unless `ack` is false, matches their events and acknowledges them.
+ * Returns the entries read (`id`, `eventKeys`).
+ */
+export async function processEntries(h: Harness, partition: number, opts: { count?: number; ack?: boolean } = {}) {
+  const key = h.store.keys.partition(partition).stream;
+  await h.redis.xgroup("CREATE", key, MATCHER_GROUP, "0", "MKSTREAM").catch((err: Error) => {
+    if (!String(err.message).includes("BUSYGROUP")) throw err;
+  });
+  const reply = (await h.redis.xreadgroup(
+    "GROUP",
+    MATCHER_GROUP,
+    "test",
+    "COUNT",
+    opts.count ?? 1000,
+    "STREAMS",
+    key,
+    ">",
+  )) as Array<[string, Array<[string, string[]]>]> | null;
+  const entries = (reply?.[0]?.[1] ?? []).map(([id, fields]) => ({
+    id,
+    eventKeys: splitEncodings(fields[fields.indexOf("ks") + 1] ?? "", 3),
+  }));
+  if (opts.ack !== false && entries.length > 0) {
+    await h.store.match(
+      partition,
+      entries.flatMap((e) => e.eventKeys.map((eventKey) => ({ streamId: e.id, eventKey }))),
+    );
+    await h.redis.xack(key, MATCHER_GROUP, ...entries.map((e) => e.id));
+  }
+  return entries;
 }

@@ -154,7 +154,7 @@ describe("ingest: dedup and append", () => {
     const claim = await h.redis.hget(ep.events, `d:${ek}`);
     expect(claim).toMatch(new RegExp(`^[A-Za-z0-9_-]{22}\\|${mp}$`));
     const mpk = h.store.keys.partition(mp);
-    await h.redis.del(mpk.stream, mpk.inflight);
+    await h.redis.del(mpk.stream);
     await h.redis.hdel(mpk.events, `e:${ek}`);
     const [retry] = await h.store.ingest("acme", "svc", [e]);
     expect(retry?.status).toBe("accepted");

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { isRendezvousError } from "../src/index.js";
-import { event, ingestOne, makeStore, matchOne } from "./helpers.js";
+import { isRendezvousError, MATCHER_GROUP } from "../src/index.js";
+import { event, ingestOne, makeStore, matchOne, processEntries } from "./helpers.js";
 
 const spec = (runId: string, correlationId: string, extra: Record<string, unknown> = {}) => ({
   runId,
@@ -240,43 +240,57 @@ describe("timeout (event-time rule)", () => {
     expect((await h.store.timeout(wait.id)).outcome).toBe("timed_out");
   });
 
-  it("more than 100 unprocessed on-time events of the partition hold every timeout back (the partition-wide rule) until at most 100 are left", async () => {
+  it("more than 100 events in the partition's unprocessed on-time entries hold every timeout back (the partition-wide rule) until the matchers have acknowledged them", async () => {
     const h = makeStore({ partitions: 1 });
     const { wait } = await h.store.register("acme", spec("run-1", "job-1", { timeoutMs: 1000 }));
-    const results = await h.store.ingest(
-      "acme",
-      "svc",
-      Array.from({ length: 101 }, (_, i) => event(`other-${i}`, `job-other-${i}`)),
-    );
+    const ingestOthers = (from: number, n: number) =>
+      h.store.ingest(
+        "acme",
+        "svc",
+        Array.from({ length: n }, (_, i) => event(`other-${from + i}`, `job-other-${from + i}`)),
+      );
+    await ingestOthers(0, 60); // one stream entry of 60 events
+    await ingestOthers(60, 41); // another of 41
     h.tick(2000);
     const deadline = Date.parse(wait.deadline as string);
     expect(await h.store.timeout(wait.id)).toEqual({ outcome: "backlog", deadline });
-    const first = results[0];
-    if (first?.status !== "accepted") throw new Error("not accepted");
-    await matchOne(h, {
-      partition: 0,
-      streamId: first.event.streamId,
-      eventKey: h.store.keys.eventKey("acme", "svc", "other-0"),
-    });
+    // the first entry delivered, matched and acknowledged: 41 events left unprocessed, none of job-1
+    expect(await processEntries(h, 0, { count: 1 })).toHaveLength(1);
     expect((await h.store.timeout(wait.id)).outcome).toBe("timed_out");
   });
 
-  it("reads in-flight entries written by earlier versions (score 0): the padded id in the member tells whether the event is on time", async () => {
+  it("reads the consumer group: a pending or undelivered on-time event of its match key holds it back, a pending entry whose event has been matched does not", async () => {
     const h = makeStore({ partitions: 1 });
-    const a = await h.store.register("acme", spec("run-1", "job-1", { timeoutMs: 1000 }));
-    const b = await h.store.register("acme", spec("run-2", "job-2", { timeoutMs: 1000 }));
-    const deadline = Date.parse(a.wait.deadline as string);
-    const k = h.store.keys.partition(0);
-    const pad = (ms: number, seq = 0) => `${String(ms).padStart(15, "0")}-${String(seq).padStart(10, "0")}`;
-    // an on-time event of job-1 and a late one of job-2, as an earlier version indexed them
-    const onTime = `${h.store.keys.matchKey("acme", "job.done", "job-1")}${pad(deadline)}${h.store.keys.eventKey("acme", "svc", "x")}`;
-    const late = `${h.store.keys.matchKey("acme", "job.done", "job-2")}${pad(deadline + 1)}${h.store.keys.eventKey("acme", "svc", "y")}`;
-    await h.redis.zadd(k.inflight, 0, onTime, 0, late);
+    const b = await h.store.register("acme", spec("run-b", "job-b", { timeoutMs: 1000 }));
+    const c = await h.store.register("acme", spec("run-c", "job-c", { timeoutMs: 1000 }));
+    const stream = h.store.keys.partition(0).stream;
+    // job-b's event is delivered and left pending; job-c's is never delivered (it lies
+    // after the group's last-delivered id)
+    h.tick(10);
+    const evB = await ingestOne(h, event("eb", "job-b"));
+    const evC = await ingestOne(h, event("ec", "job-c"));
+    expect(await processEntries(h, 0, { count: 1, ack: false })).toEqual([
+      { id: evB.streamId, eventKeys: [evB.eventKey] },
+    ]);
     h.tick(5000);
-    expect((await h.store.timeout(a.wait.id)).outcome).toBe("backlog");
-    expect((await h.store.timeout(b.wait.id)).outcome).toBe("timed_out");
-    await h.redis.zrem(k.inflight, onTime);
-    expect((await h.store.timeout(a.wait.id)).outcome).toBe("timed_out");
+    expect((await h.store.timeout(b.wait.id)).outcome).toBe("backlog"); // pending
+    expect((await h.store.timeout(c.wait.id)).outcome).toBe("backlog"); // undelivered
+    // b's event is matched, its entry not yet acknowledged: its record says processed
+    expect(await matchOne(h, evB)).toMatchObject({ status: "matched", matched: [b.wait.id] });
+    expect(((await h.redis.xpending(stream, MATCHER_GROUP)) as unknown[]).slice(0, 2)).toEqual([1, evB.streamId]);
+    expect((await h.store.timeout(b.wait.id)).outcome).toBe("not_waiting");
+    expect((await h.store.timeout(c.wait.id)).outcome).toBe("backlog");
+    expect((await processEntries(h, 0)).map((e) => e.id)).toEqual([evC.streamId]);
+    expect((await h.store.getWait("acme", c.wait.id))?.resolution?.kind).toBe("event");
+  });
+
+  it("a pending entry whose events are of other match keys holds nothing back, however old", async () => {
+    const h = makeStore({ partitions: 1 });
+    const { wait } = await h.store.register("acme", spec("run-1", "job-1", { timeoutMs: 1000 }));
+    await ingestOne(h, event("x", "job-x"));
+    await processEntries(h, 0, { ack: false }); // a matcher died holding it
+    h.tick(5000);
+    expect((await h.store.timeout(wait.id)).outcome).toBe("timed_out");
   });
 
   it("a timed out wait keeps later events as late and is not resurrected", async () => {

@@ -11,10 +11,9 @@
   plain waiting wait (decodeWait); see src/records.ts.
   Wait states: w waiting, r resolved, t timed_out, c cancelled.
   Event states: p pending, m matched, b buffered, l late, x expired.
-  The inbox and in-flight indexes hold "<encoded match key><suffix>"; an encoded
-  match key (length-prefixed parts) is prefix-free, so in the inbox (all scores 0)
-  "[mk" .. "(mk\255" ranges over exactly the members of that match key, and in the
-  in-flight index (scored by accepted time) a member that starts with mk is of mk.
+  The inbox holds "<encoded match key><padded id><eventKey>"; an encoded match key
+  (length-prefixed parts) is prefix-free, so (all scores 0) "[mk" .. "(mk\255"
+  ranges over exactly the members of that match key.
   The wait indexes (waiting, done) hold
   "<index key 12><wait id body 16>" (28 bytes: jemalloc's 32-byte class), the index
   key being 4-character digests of the tenant, (tenant, type) and the match key, so

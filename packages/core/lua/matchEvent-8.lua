@@ -18,9 +18,8 @@
   KEYS[4] done       {p}:id  lex zset "<index key><wait id body>"
   KEYS[5] deadlines  {p}:dl  zset waitId by deadline
   KEYS[6] inbox      {p}:ib  lex zset "<mk><padded id><eventKey>"
-  KEYS[7] inflight   {p}:if  zset "<mk><padded id><eventKey>" by accepted time
-  KEYS[8] outbox     {p}:o   stream of resolutions
-  KEYS[9] expiry     {p}:x   zset of records to remove
+  KEYS[7] outbox     {p}:o   stream of resolutions
+  KEYS[8] expiry     {p}:x   zset of records to remove
 
   ARGV[1] streamId     the entry being processed
   ARGV[2] eventKey     the entry's k field
@@ -39,7 +38,7 @@
 
 local keys = {
   events = KEYS[1], waits = KEYS[2], waiting = KEYS[3], done = KEYS[4], deadlines = KEYS[5],
-  inbox = KEYS[6], inflight = KEYS[7], outbox = KEYS[8], expiry = KEYS[9],
+  inbox = KEYS[6], outbox = KEYS[7], expiry = KEYS[8],
 }
 local streamId, eventKey = ARGV[1], ARGV[2]
 local fanoutCap, retentionMs = tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -124,8 +123,6 @@ for _, member in ipairs(members) do
   end
 end
 
-local member = mk .. padId(streamId) .. eventKey
-redis.call("ZREM", keys.inflight, member)
 if #matched > 0 then
   ev["st"] = "m"
   ev["pl"] = nil
@@ -137,7 +134,7 @@ else
   else
     ev["st"] = "b"
   end
-  redis.call("ZADD", keys.inbox, "0", member)
+  redis.call("ZADD", keys.inbox, "0", mk .. padId(streamId) .. eventKey)
   redis.call("ZADD", keys.expiry, intText(at + ev["rt"]), "b:" .. eventKey)
 end
 ev["mo"] = ev["st"]

@@ -2,8 +2,8 @@
   expireRecords: removes what has outlived its time in one partition, a bounded
   number of records per call (the sweeper calls it repeatedly):
     "w:<waitId>"    a settled wait past retention: its record and done-index entry
-    "e:<eventKey>"  an event record past the dedup window (and its in-flight entry if it
-                    was never matched, so it cannot hold back a timeout forever)
+    "e:<eventKey>"  an event record past the dedup window (a never-matched event
+                    without its record no longer holds back a timeout: timeoutWait)
     "d:<eventKey>"  a dedup record past the dedup window
     "E:<eventKey><eventKey>..." / "D:<eventKey>..."  the same for the event or
                     dedup records one ingest call wrote (one member per call; an
@@ -18,7 +18,6 @@
   KEYS[4] events     {p}:e   hash of event and dedup records
   KEYS[5] inbox      {p}:ib  lex zset "<mk><padded id><eventKey>"
   KEYS[6] rejected   {p}:rj  hash "<mk>" -> refusals
-  KEYS[7] inflight   {p}:if  zset "<mk><padded id><eventKey>" by accepted time
 
   ARGV[1] limit      most members handled (a group member counts once)
   ARGV[2] now        "" = Redis TIME
@@ -30,16 +29,11 @@
 --@include "common"
 
 local expiryKey, waitsKey, doneKey, eventsKey, inboxKey, rejectedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local inflightKey = KEYS[7]
 local limit = tonumber(ARGV[1])
 local now = nowMs(ARGV[2])
 
 local function expireEvent(eventKey)
   local field = "e:" .. eventKey
-  local ev = loadJson(eventsKey, field)
-  if ev ~= nil and ev["st"] == "p" then
-    redis.call("ZREM", inflightKey, ev["mk"] .. padId(ev["sid"]) .. eventKey)
-  end
   redis.call("HDEL", eventsKey, field)
 end
 

@@ -5,25 +5,25 @@
   after the other; they are self-delimiting), so they share one stream id, the
   accepted time. An event key that already has an event record here returns that
   record instead, so a retry (after a crash or not) never appends twice. One HMGET,
-  one XADD, one HSET and two ZADDs serve the whole call.
+  one XADD, one HSET and one ZADD serve the whole call. The stream and its consumer
+  group say which events are unprocessed (timeoutWait reads them), so no other index
+  is written.
 
   KEYS[1] stream    {p}:s   stream; entry field ks = <eventKey><eventKey>...
   KEYS[2] events    {p}:e   hash; field "e:<eventKey>" holds the event record
-  KEYS[3] inflight  {p}:if  zset "<mk><padded id><eventKey>": appended, not yet matched,
-                            scored by the accepted time (ms): new entries go at its end,
-                            where a large index (a matcher far behind) is still in cache
-  KEYS[4] expiry    {p}:x   zset; one member per call for the records it wrote,
+  KEYS[3] expiry    {p}:x   zset; one member per call for the records it wrote,
                             "E:" .. eventKey1 .. eventKey2 ..., scored by their expiry time
 
   ARGV[1] keepMs     how long the event records are kept (the dedup window)
   ARGV[2] now        "" = Redis TIME and auto stream ids; tests may fix the time,
                      which then becomes the entry id's milliseconds
-  ARGV[3] events     per event, one after the other, three fields (nextField): its
-                     encoded event key, its encoded match key and its record head: the event record JSON {pr, id, mk, oa?,
-                     pl?, rt} without its closing brace (producer, id, encoded match key: tenant,
-                     type and correlation id; occurredAt, canonical payload
-                     JSON, buffer retention in ms); this script completes it with sid,
-                     at and st, so it does no JSON work. One argument: cheaper to send.
+  ARGV[3] events     per event, one after the other, two fields (nextField): its
+                     encoded event key and its record head: the event record JSON
+                     {pr, id, mk, oa?, pl?, rt} without its closing brace (producer, id,
+                     encoded match key: tenant, type and correlation id; occurredAt,
+                     canonical payload JSON, buffer retention in ms); this script
+                     completes it with sid, at and st, so it does no JSON work. One
+                     argument: cheaper to send.
 
   Returns { streamId ("" when nothing was appended), codes, records }
     codes     one digit per event, in order: CREATED (appended now, at streamId) or
@@ -32,15 +32,15 @@
 ]]
 --@include "common"
 
-local streamKey, eventsKey, inflightKey, expiryKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local streamKey, eventsKey, expiryKey = KEYS[1], KEYS[2], KEYS[3]
 local keepMs, nowArg = tonumber(ARGV[1]), ARGV[2]
 local idArg = "*"
 if nowArg ~= "" then
   idArg = nowArg .. "-*"
 end
 
-local rows = unpackRows(ARGV[3], 3)
-local eventKeys, matchKeys, heads, fields = rows[1], rows[2], rows[3], {}
+local rows = unpackRows(ARGV[3], 2)
+local eventKeys, heads, fields = rows[1], rows[2], {}
 for n = 1, #eventKeys do
   fields[n] = "e:" .. eventKeys[n]
 end
@@ -66,9 +66,8 @@ end
 local sid = redis.call("XADD", streamKey, idArg, "ks", table.concat(fresh))
 local ms = string.match(sid, "^(%d+)")
 local suffix = ',"sid":"' .. sid .. '","at":' .. ms .. ',"st":"p"}'
-local pad = padId(sid)
 
-local codes, existingRecords, records, inflight, writtenNow = {}, {}, {}, {}, {}
+local codes, existingRecords, records, writtenNow = {}, {}, {}, {}
 for n = 1, #fields do
   local eventKey = eventKeys[n]
   local existing = stored[n] or writtenNow[eventKey]
@@ -80,12 +79,9 @@ for n = 1, #fields do
     writtenNow[eventKey] = record
     records[#records + 1] = fields[n]
     records[#records + 1] = record
-    inflight[#inflight + 1] = ms
-    inflight[#inflight + 1] = matchKeys[n] .. pad .. eventKey
     codes[n] = D_CREATED
   end
 end
 redis.call("HSET", eventsKey, unpack(records))
-redis.call("ZADD", inflightKey, unpack(inflight))
 redis.call("ZADD", expiryKey, intText(tonumber(ms) + keepMs), "E:" .. table.concat(fresh))
 return { sid, table.concat(codes), existingRecords }

@@ -1,0 +1,150 @@
+--[[
+  timeoutWait: resolves a wait as timed out, by the event-time rule. It does so only
+  if the wait is still `waiting`, now >= its deadline, and no event of its match key
+  accepted at or before the deadline is still unprocessed. Such an event would win:
+  the caller retries shortly instead (BACKLOG).
+
+  Unprocessed means what the partition stream's consumer group says: its entries
+  accepted at or before the deadline that are pending (delivered, not acknowledged)
+  or not yet delivered (after the group's last-delivered id; every entry when the
+  group does not exist yet). Their events are judged by their records: an event
+  still `p` (appended, not matched; the matcher acknowledges an entry after its
+  match) of the wait's match key holds the timeout back. When those entries carry
+  more than SCAN_CAP events, the script does not look at them: it answers BACKLOG,
+  the design's partition-wide rule (every entry accepted <= deadline processed
+  first), so that a timeout costs Redis a bounded amount under any backlog.
+
+  KEYS[1] waits      {p}:w   hash waitId -> wait record
+  KEYS[2] waiting    {p}:iw  lex zset "<index key><wait id body>"
+  KEYS[3] done       {p}:id  lex zset "<index key><wait id body>"
+  KEYS[4] deadlines  {p}:dl  zset waitId by deadline
+  KEYS[5] stream     {p}:s   the partition stream; entry field ks = <eventKey>...
+  KEYS[6] outbox     {p}:o   stream of resolutions
+  KEYS[7] expiry     {p}:x   zset of records to remove
+  KEYS[8] events     {p}:e   hash "e:<eventKey>" -> event record
+
+  ARGV[1] waitId
+  ARGV[2] retentionMs
+  ARGV[3] now          "" = Redis TIME
+  ARGV[4] group        the matchers' consumer group on the stream
+
+  Returns
+    { RESOLVED, wait }       timed out now
+    { NOT_FOUND }            no such wait
+    { NOT_WAITING, wait }    settled already: nothing changes
+    { NOT_DUE, deadline }    no deadline (""), or not reached yet
+    { BACKLOG, deadline }    an on-time event of its match key is still unprocessed, or
+                             the partition's unprocessed on-time entries carry more
+                             than SCAN_CAP events
+  Appends: the resolved history entry and an outbox entry when it times out.
+]]
+--@include "common"
+
+local keys = {
+  waits = KEYS[1], waiting = KEYS[2], done = KEYS[3], deadlines = KEYS[4],
+  stream = KEYS[5], outbox = KEYS[6], expiry = KEYS[7], events = KEYS[8],
+}
+local waitId, retentionMs, group = ARGV[1], tonumber(ARGV[2]), ARGV[4]
+local now = nowMs(ARGV[3])
+
+local raw = redis.call("HGET", keys.waits, waitId)
+if not raw then
+  return { C_NOT_FOUND }
+end
+local wait = decodeWait(raw)
+if wait["s"] ~= "w" then
+  return { C_NOT_WAITING, raw }
+end
+local deadline = wait["dl"]
+if deadline == nil then
+  return { C_NOT_DUE, "" }
+end
+if now < deadline then
+  return { C_NOT_DUE, tostring(deadline) }
+end
+
+local SCAN_CAP = 100
+local upTo = intText(deadline) -- as an end id: every entry of that millisecond
+
+-- The event keys of the unprocessed stream entries accepted at or before the
+-- deadline; nil when they are more than SCAN_CAP.
+local function onTimeUnprocessed()
+  if redis.call("EXISTS", keys.stream) == 0 then
+    return {}
+  end
+  local eventKeys = {}
+  local function take(entry)
+    local fields = entry[2]
+    for f = 1, #fields, 2 do
+      if fields[f] == "ks" then
+        local ks, pos = fields[f + 1], 1
+        while pos <= #ks do
+          local after = skipParts(ks, 3, pos)
+          eventKeys[#eventKeys + 1] = string.sub(ks, pos, after - 1)
+          pos = after
+        end
+      end
+    end
+    return #eventKeys <= SCAN_CAP
+  end
+  local lastDelivered, pending = "0-0", 0
+  local groups = redis.call("XINFO", "GROUPS", keys.stream)
+  for g = 1, #groups do
+    local info = groups[g]
+    local name, last, count
+    for i = 1, #info, 2 do
+      if info[i] == "name" then
+        name = info[i + 1]
+      elseif info[i] == "last-delivered-id" then
+        last = info[i + 1]
+      elseif info[i] == "pending" then
+        count = info[i + 1]
+      end
+    end
+    if name == group then
+      lastDelivered, pending = last, count
+    end
+  end
+  -- delivered, not acknowledged
+  if pending > 0 then
+    for _, p in ipairs(redis.call("XPENDING", keys.stream, group, "-", upTo, SCAN_CAP + 1)) do
+      local entry = redis.call("XRANGE", keys.stream, p[1], p[1])[1]
+      if entry ~= nil and not take(entry) then
+        return nil
+      end
+    end
+  end
+  -- not delivered yet
+  for _, entry in ipairs(redis.call("XRANGE", keys.stream, "(" .. lastDelivered, upTo, "COUNT", SCAN_CAP + 1)) do
+    if not take(entry) then
+      return nil
+    end
+  end
+  return eventKeys
+end
+
+local unprocessed = onTimeUnprocessed()
+if unprocessed == nil then
+  return { C_BACKLOG, tostring(deadline) }
+end
+if #unprocessed > 0 then
+  local fields = {}
+  for n = 1, #unprocessed do
+    fields[n] = "e:" .. unprocessed[n]
+  end
+  local mk = wait["mk"]
+  for _, record in ipairs(redis.call("HMGET", keys.events, unpack(fields))) do
+    -- (a record still `p` has the form appendEvents wrote; the find only spares
+    -- decoding the others, the decoded record decides)
+    if record and string.find(record, '"st":"p"', 1, true) then
+      local ev = cjson.decode(record)
+      if ev["st"] == "p" and ev["mk"] == mk and ev["at"] <= deadline then
+        return { C_BACKLOG, tostring(deadline) }
+      end
+    end
+  end
+end
+
+settleWait(keys, waitId, wait, "t", { k = "t", at = now, dl = deadline },
+  { at = now, w = "resolved", k = "t", dl = deadline }, now, retentionMs)
+return { C_RESOLVED, cjson.encode(wait) }
