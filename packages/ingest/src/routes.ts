@@ -18,6 +18,7 @@ import {
   type Store,
 } from "@rendezvous/core";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
+import { encodeBatchAnswer } from "./answer.js";
 import {
   authenticateHost,
   authenticateProducer,
@@ -64,11 +65,6 @@ function refusePoisonedEnvelope(body: unknown): void {
 function single(reply: FastifyReply, outcome: EventOutcome) {
   if (outcome.status === "rejected") throw outcome.error;
   return reply.code(outcome.status === "accepted" ? 202 : 200).send({ status: outcome.status, event: outcome.event });
-}
-
-function batchResult(outcome: EventOutcome) {
-  if (outcome.status !== "rejected") return outcome;
-  return { status: "rejected", error: outcome.error.toJSON().error };
 }
 
 /** The producer routes. Register with `app.register(ingestRoutes, { store, config })`. */
@@ -130,10 +126,9 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
     const events = (body as { events?: unknown } | null)?.events;
     limit(producer, Array.isArray(events) ? Math.min(Math.max(events.length, 1), MAX_BATCH) : 1);
     const outcomes = await ingest.batch(producer, body);
-    // Encoded once here: given a string, the reply would measure its UTF-8 length and
+    // Bytes, not a string: given a string, the reply would measure its UTF-8 length and
     // the socket would encode it again.
-    const json = Buffer.from(JSON.stringify({ results: outcomes.map(batchResult) }));
-    return reply.code(200).type("application/json; charset=utf-8").send(json);
+    return reply.code(200).type("application/json; charset=utf-8").send(encodeBatchAnswer(outcomes));
   });
 
   // The id is a wildcard: a parametric segment is capped by the server's maxParamLength
