@@ -79,31 +79,34 @@ async function runLoad(spec: LoadSpec): Promise<LoadResult> {
   let stop = false;
   let seq = 0;
 
-  const build = (): string => {
-    if (spec.mode === "single") return eventJson(spec.runId, seq++);
+  // bodies are bytes, ready to sign and write (no encoding per request)
+  const build = (): Buffer => {
+    if (spec.mode === "single") return Buffer.from(eventJson(spec.runId, seq++));
     const parts: string[] = [];
     for (let i = 0; i < spec.batchSize; i++) parts.push(eventJson(spec.runId, seq++));
-    return `{"events":[${parts.join(",")}]}`;
+    return Buffer.from(`{"events":[${parts.join(",")}]}`);
   };
   // Producers run elsewhere in a deployment: build the bodies before the clock starts
   // (enough for 60,000 events/s over the run), so that the load child competes for the
   // machine's cores as little as it can; past that, bodies are built on the fly.
-  const prebuilt: string[] = [];
+  const prebuilt: Buffer[] = [];
   const wanted = Math.ceil((60_000 * (spec.warmupSec + spec.seconds)) / spec.batchSize);
   for (let i = 0; i < wanted; i++) prebuilt.push(build());
   let next = 0;
-  const body = (): string => {
+  const body = (): Buffer => {
     const b = prebuilt[next];
     if (b === undefined) return build();
-    prebuilt[next++] = "";
+    prebuilt[next++] = EMPTY;
     return b;
   };
 
-  const send = (payload: string) =>
-    new Promise<{ status: number; text: string }>((resolve, reject) => {
+  // the answer stays bytes: only its accepted results are counted (no 130 KB string to
+  // decode and collect per batch answer)
+  const send = (payload: Buffer) =>
+    new Promise<{ status: number; answer: Buffer }>((resolve, reject) => {
       const headers: Record<string, string | number> = {
         "content-type": "application/json",
-        "content-length": Buffer.byteLength(payload),
+        "content-length": payload.length,
         "rendezvous-producer": "bench/loader",
       };
       if (spec.auth === "key") headers.authorization = `Bearer ${KEY}`;
@@ -115,7 +118,7 @@ async function runLoad(spec: LoadSpec): Promise<LoadResult> {
       const req = request(target, { method: "POST", agent, headers }, (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (c: Buffer) => chunks.push(c));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, answer: Buffer.concat(chunks) }));
         res.on("error", reject);
       });
       req.on("error", reject);
@@ -126,8 +129,8 @@ async function runLoad(spec: LoadSpec): Promise<LoadResult> {
     while (!stop) {
       const payload = body();
       const t0 = performance.now();
-      const { status, text } = await send(payload);
-      const n = status === 202 ? 1 : status === 200 ? count(text, '"status":"accepted"') : 0;
+      const { status, answer } = await send(payload);
+      const n = status === 202 ? 1 : status === 200 ? count(answer, ACCEPTED) : 0;
       acceptedTotal += n;
       const counted = counting;
       if (!counted) continue;
@@ -162,10 +165,13 @@ async function runLoad(spec: LoadSpec): Promise<LoadResult> {
   return { accepted, acceptedTotal, requests, failures, seconds, p50Ms: at(0.5), p99Ms: at(0.99), childUs };
 }
 
-/** Occurrences of `needle` in `text`. */
-function count(text: string, needle: string): number {
+const ACCEPTED = Buffer.from('"status":"accepted"');
+const EMPTY = Buffer.alloc(0);
+
+/** Occurrences of `needle` in `bytes`. */
+function count(bytes: Buffer, needle: Buffer): number {
   let n = 0;
-  for (let at = text.indexOf(needle); at >= 0; at = text.indexOf(needle, at + needle.length)) n++;
+  for (let at = bytes.indexOf(needle); at >= 0; at = bytes.indexOf(needle, at + needle.length)) n++;
   return n;
 }
 
