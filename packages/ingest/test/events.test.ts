@@ -125,6 +125,11 @@ describe("POST /v1/events", () => {
       expect(error.issues.map((i: { path: unknown[] }) => i.path[0])).toContain(field);
       for (const issue of error.issues) expect(issue).toEqual({ path: expect.any(Array), message: expect.any(String) });
     }
+    // a payload that is no object says what it is
+    const notObject = await publish(h, ev("p5", { payload: [1] }));
+    expect(notObject.json().error.issues).toEqual([
+      { path: ["payload"], message: "Invalid input: expected object, received array" },
+    ]);
     expect(await streamLength(h)).toBe(accepted.length);
   });
 
