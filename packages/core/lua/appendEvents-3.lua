@@ -39,12 +39,7 @@ if nowArg ~= "" then
   idArg = nowArg .. "-*"
 end
 
-local rows = unpackRows(ARGV[3], 2)
-local eventKeys, heads, fields = rows[1], rows[2], {}
-for n = 1, #eventKeys do
-  fields[n] = "e:" .. eventKeys[n]
-end
-local stored = redis.call("HMGET", eventsKey, unpack(fields))
+local eventKeys, heads, fields, stored = loadPackedRows(eventsKey, ARGV[3], "e:")
 
 -- the event keys to append now (a key repeated in the call is appended once)
 local fresh, seen = {}, {}

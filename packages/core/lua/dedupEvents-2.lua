@@ -30,12 +30,7 @@
 local eventsKey, expiryKey = KEYS[1], KEYS[2]
 local windowMs = tonumber(ARGV[1])
 
-local rows = unpackRows(ARGV[3], 2)
-local eventKeys, records, fields = rows[1], rows[2], {}
-for n = 1, #eventKeys do
-  fields[n] = "d:" .. eventKeys[n]
-end
-local stored = redis.call("HMGET", eventsKey, unpack(fields))
+local eventKeys, records, fields, stored = loadPackedRows(eventsKey, ARGV[3], "d:")
 
 local replies, writes, claimed, claimedNow = {}, {}, {}, {}
 for n = 1, #fields do
