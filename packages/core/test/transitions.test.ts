@@ -232,6 +232,20 @@ describe("timeout (event-time rule)", () => {
     expect((await h.store.timeout(wait.id)).outcome).toBe("timed_out");
   });
 
+  it("an unprocessed event of its match key accepted in the deadline's very millisecond holds it back (the stream id's sequence does not matter)", async () => {
+    const h = makeStore({ partitions: 1 });
+    const { wait } = await h.store.register("acme", spec("run-1", "job-1", { timeoutMs: 1000 }));
+    const deadline = Date.parse(wait.deadline as string);
+    h.clock.now = deadline;
+    await ingestOne(h, event("other", "job-2")); // <deadline>-0
+    const ev = await ingestOne(h, event("e1", "job-1")); // <deadline>-1
+    expect(ev.streamId).toBe(`${deadline}-1`);
+    h.tick(500);
+    expect(await h.store.timeout(wait.id)).toEqual({ outcome: "backlog", deadline });
+    await processEntries(h, 0);
+    expect((await h.store.getWait("acme", wait.id))?.resolution?.kind).toBe("event");
+  });
+
   it("an unprocessed event of its match key accepted after the deadline does not hold it back", async () => {
     const h = makeStore({ partitions: 1 });
     const { wait } = await h.store.register("acme", spec("run-1", "job-1", { timeoutMs: 1000 }));
