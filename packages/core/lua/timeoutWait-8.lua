@@ -18,7 +18,8 @@
   KEYS[2] waiting    {p}:iw  lex zset "<index key><wait id body>"
   KEYS[3] done       {p}:id  lex zset "<index key><wait id body>"
   KEYS[4] deadlines  {p}:dl  zset waitId by deadline
-  KEYS[5] stream     {p}:s   the partition stream; entry field ks = <eventKey>...
+  KEYS[5] stream     {p}:s   the partition stream; entry field ks = <eventKey>... (k =
+                             one event key in entries of earlier versions)
   KEYS[6] outbox     {p}:o   stream of resolutions
   KEYS[7] expiry     {p}:x   zset of records to remove
   KEYS[8] events     {p}:e   hash "e:<eventKey>" -> event record
@@ -83,6 +84,9 @@ local function onTimeUnprocessed()
           eventKeys[#eventKeys + 1] = string.sub(ks, pos, after - 1)
           pos = after
         end
+      elseif fields[f] == "k" then
+        -- an entry of an earlier version (before session 2): one event key
+        eventKeys[#eventKeys + 1] = fields[f + 1]
       end
     end
     return #eventKeys <= SCAN_CAP

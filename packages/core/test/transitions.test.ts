@@ -298,6 +298,20 @@ describe("timeout (event-time rule)", () => {
     expect((await h.store.getWait("acme", c.wait.id))?.resolution?.kind).toBe("event");
   });
 
+  it("reads stream entries of earlier versions (field k: one event key)", async () => {
+    const h = makeStore({ partitions: 1 });
+    const { wait } = await h.store.register("acme", spec("run-1", "job-1", { timeoutMs: 1000 }));
+    const stream = h.store.keys.partition(0).stream;
+    const ev = await ingestOne(h, event("e1", "job-1"));
+    // the same event as an earlier version appended it: its own entry, field k
+    await h.redis.xdel(stream, ev.streamId);
+    await h.redis.xadd(stream, "*", "k", ev.eventKey);
+    h.tick(5000);
+    expect((await h.store.timeout(wait.id)).outcome).toBe("backlog");
+    await matchOne(h, ev);
+    expect((await h.store.timeout(wait.id)).outcome).toBe("not_waiting");
+  });
+
   it("a pending entry whose events are of other match keys holds nothing back, however old", async () => {
     const h = makeStore({ partitions: 1 });
     const { wait } = await h.store.register("acme", spec("run-1", "job-1", { timeoutMs: 1000 }));
