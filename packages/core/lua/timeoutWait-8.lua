@@ -9,10 +9,13 @@
   or not yet delivered (after the group's last-delivered id; every entry when the
   group does not exist yet). Their events are judged by their records: an event
   still `p` (appended, not matched; the matcher acknowledges an entry after its
-  match) of the wait's match key holds the timeout back. When those entries carry
-  more than SCAN_CAP events, the script does not look at them: it answers BACKLOG,
-  the design's partition-wide rule (every entry accepted <= deadline processed
-  first), so that a timeout costs Redis a bounded amount under any backlog.
+  match) of the wait's match key holds the timeout back; an entry stuck pending
+  (a dead matcher's, until it is claimed again) holds back only the waits of its
+  events' match keys. When the unprocessed on-time entries are more than SCAN_CAP,
+  or carry more than SCAN_CAP events, the script does not look at them: it answers
+  BACKLOG, the design's partition-wide rule (every entry accepted <= deadline
+  processed first), so that a timeout attempt costs Redis a bounded amount under
+  any backlog: the entries are counted before any is read.
 
   KEYS[1] waits      {p}:w   hash waitId -> wait record
   KEYS[2] waiting    {p}:iw  lex zset "<index key><wait id body>"
@@ -109,17 +112,27 @@ local function onTimeUnprocessed()
       lastDelivered, pending = last, count
     end
   end
-  -- delivered, not acknowledged
+  -- delivered, not acknowledged, up to the deadline (ids only), and not delivered yet:
+  -- at most SCAN_CAP entries in all, counted before any is read
+  local ids = {}
   if pending > 0 then
-    for _, p in ipairs(redis.call("XPENDING", keys.stream, group, "-", upTo, SCAN_CAP + 1)) do
-      local entry = redis.call("XRANGE", keys.stream, p[1], p[1])[1]
-      if entry ~= nil and not take(entry) then
-        return nil
-      end
+    ids = redis.call("XPENDING", keys.stream, group, "-", upTo, SCAN_CAP + 1)
+    if #ids > SCAN_CAP then
+      return nil
     end
   end
-  -- not delivered yet
-  for _, entry in ipairs(redis.call("XRANGE", keys.stream, "(" .. lastDelivered, upTo, "COUNT", SCAN_CAP + 1)) do
+  local undelivered =
+    redis.call("XRANGE", keys.stream, "(" .. lastDelivered, upTo, "COUNT", SCAN_CAP + 1 - #ids)
+  if #ids + #undelivered > SCAN_CAP then
+    return nil
+  end
+  for _, p in ipairs(ids) do
+    local entry = redis.call("XRANGE", keys.stream, p[1], p[1])[1]
+    if entry ~= nil and not take(entry) then
+      return nil
+    end
+  end
+  for _, entry in ipairs(undelivered) do
     if not take(entry) then
       return nil
     end

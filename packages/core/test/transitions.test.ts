@@ -273,6 +273,17 @@ describe("timeout (event-time rule)", () => {
     expect((await h.store.timeout(wait.id)).outcome).toBe("timed_out");
   });
 
+  it("more than 100 unprocessed on-time entries (pending and undelivered together) hold every timeout back, counted before any is read", async () => {
+    const h = makeStore({ partitions: 1 });
+    const { wait } = await h.store.register("acme", spec("run-1", "job-1", { timeoutMs: 1000 }));
+    for (let i = 0; i < 101; i++) await ingestOne(h, event(`other-${i}`, `job-other-${i}`)); // 101 entries
+    await processEntries(h, 0, { count: 30, ack: false }); // 30 pending, 71 undelivered
+    h.tick(2000);
+    expect((await h.store.timeout(wait.id)).outcome).toBe("backlog");
+    await processEntries(h, 0, { count: 1 }); // 30 pending, 70 undelivered: 100
+    expect((await h.store.timeout(wait.id)).outcome).toBe("timed_out");
+  });
+
   it("reads the consumer group: a pending or undelivered on-time event of its match key holds it back, a pending entry whose event has been matched does not", async () => {
     const h = makeStore({ partitions: 1 });
     const b = await h.store.register("acme", spec("run-b", "job-b", { timeoutMs: 1000 }));
