@@ -421,8 +421,7 @@ async function main(): Promise<void> {
     // speed drifts by ±20 % from one minute to the next, so a ratio between two runs
     // minutes apart says as much about the drift as about the code; each pair runs
     // within about 20 s, and the median pair is the headline.
-    const batch500 = scenarios.findIndex((s) => s.name.startsWith("batch 500"));
-    const batchScenario = scenarios[batch500];
+    const batchScenario = scenarios.find((s) => s.name.startsWith("batch 500"));
     if (baselines && batchScenario && (!only || batchScenario.name.includes(only))) {
       for (let k = 0; k < pairCount; k++) {
         const raw = await measureRaw();

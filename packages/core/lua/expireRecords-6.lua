@@ -33,8 +33,7 @@ local limit = tonumber(ARGV[1])
 local now = nowMs(ARGV[2])
 
 local function expireEvent(eventKey)
-  local field = "e:" .. eventKey
-  redis.call("HDEL", eventsKey, field)
+  redis.call("HDEL", eventsKey, "e:" .. eventKey)
 end
 
 -- Calls fn(eventKey) for each encoded event key of a group member's body.

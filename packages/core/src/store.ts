@@ -90,8 +90,8 @@ export interface MatchResult {
 
 /**
  * What `timeout` did. `backlog`: not now, an event accepted at or before the deadline is
- * still unprocessed (one of the wait's match key, or more than 100 of its partition):
- * retry shortly.
+ * still unprocessed (one of the wait's match key, or more than 100 events or stream
+ * entries of its partition): retry shortly.
  */
 export type TimeoutResult =
   | { outcome: "timed_out"; wait: Wait }

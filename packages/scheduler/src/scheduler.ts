@@ -18,7 +18,8 @@ export interface SchedulerOptions {
   bucketMs?: number;
   /**
    * retry delay when an on-time event of the wait's match key is still unprocessed, or
-   * more than 100 on-time events of its partition are (backlog) @defaultValue 100
+   * more than 100 on-time events or stream entries of its partition are (backlog)
+   * @defaultValue 100
    */
   retryMs?: number;
   /** sweeper period @defaultValue 1000 */
