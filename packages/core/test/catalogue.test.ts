@@ -2,12 +2,12 @@ import { existsSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { errorCatalogue } from "../src/index.js";
 
-const apiPath = new URL("../../../../shared/API.md", import.meta.url);
+const apiPath = new URL("../../../docs/api.md", import.meta.url);
 const docsPath = new URL("../../../docs/errors.md", import.meta.url);
 
 describe("error catalogue", () => {
   it("has every API.md error code with its status", () => {
-    expect(existsSync(apiPath), "shared/API.md beside the repository").toBe(true);
+    expect(existsSync(apiPath), "docs/api.md").toBe(true);
     const api = readFileSync(apiPath, "utf8");
     const documented = [...api.matchAll(/`([a-z_]+)` (\d{3})/g)].map((m) => [m[1] as string, Number(m[2])] as const);
     expect(documented.length).toBeGreaterThan(10);
