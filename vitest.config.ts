@@ -43,9 +43,10 @@ export default defineConfig({
         test: {
           name: "redis",
           include: ["packages/*/test/**/*.test.ts"],
-          exclude: [...configDefaults.exclude, "**/*.cluster.test.ts"],
+          exclude: [...configDefaults.exclude, "**/*.cluster.test.ts", "**/*.hostile.test.ts"],
           // the console's browser and page tests need its built files (packages/console/dist)
           globalSetup: ["packages/testkit/src/global-setup.ts", "packages/server/test/console-setup.ts"],
+          sequence: { groupOrder: 0 },
         },
       },
       {
@@ -54,6 +55,23 @@ export default defineConfig({
           name: "cluster",
           include: ON_CLUSTER,
           globalSetup: ["packages/testkit/src/cluster-setup.ts"],
+          sequence: { groupOrder: 0 },
+        },
+      },
+      {
+        // Hostile clients against a real api process (packages/server/test/hostile/): they
+        // measure the server's memory and the latency of legitimate requests, so they run
+        // after the other projects (a later group), one file at a time, nothing beside them.
+        extends: true,
+        test: {
+          name: "hostile",
+          include: ["packages/*/test/**/*.hostile.test.ts"],
+          globalSetup: ["packages/testkit/src/global-setup.ts"],
+          fileParallelism: false,
+          maxWorkers: 1,
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
+          sequence: { groupOrder: 1 },
         },
       },
     ],
