@@ -97,9 +97,8 @@ export const consoleApi: FastifyPluginAsyncZod<ConsoleApiOptions> = async (app, 
   const who = (request: unknown): HostIdentity => (request as { identity: HostIdentity }).identity;
   /** the tenants a request may see, narrowed by `?tenant=` */
   const visible = (identity: HostIdentity, named: string | undefined): string[] => {
-    if (identity.kind === "host") return [readTenant(identity, named)];
-    if (named === undefined) return tenants;
-    return [named];
+    if (identity.kind === "admin" && named === undefined) return tenants;
+    return [readTenant(identity, named, res.config.tenants)];
   };
 
   app.get(
