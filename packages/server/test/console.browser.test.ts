@@ -232,6 +232,8 @@ describe("console (headless Chromium, real server and Redis)", () => {
     const overview = page.getByRole("table").first();
     await expect.poll(() => overview.textContent(), P).toContain("globex");
     expect(await overview.textContent()).not.toContain("acme");
+    // and shows no partition backlog: the partitions are shared by every tenant
+    expect(await page.getByRole("heading", { name: "Matching backlog" }).count()).toBe(0);
     // and the JSON endpoints refuse the other tenant's name and ids
     const api = client(server.url, bearer("hk_globex_console"));
     expect((await api.get("/console/api/waits?tenant=acme")).status).toBe(404);

@@ -1,10 +1,13 @@
 /**
- * What a credential may see and name, against a real `rendezvous start` process:
+ * What a credential may see and name, against a real `rendezvous start` process (every
+ * role in one process, so the console's figures include timeouts and matches):
+ * - a host key's console overview holds its own tenant's figures only, never another
+ *   tenant's timeouts, resolutions, lateness, events or the shared partition backlog;
  * - the admin naming a tenant the config does not have is refused on every route that
  *   takes `?tenant=`, and nothing is stored.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bearer, client, type Started, startServer } from "./e2e-helpers.js";
+import { bearer, client, type Json, producerKey, type Started, startServer, until } from "./e2e-helpers.js";
 
 const ADMIN = "adm_scope_test";
 const CONFIG = {
@@ -28,6 +31,77 @@ afterAll(async () => {
 });
 
 const UNKNOWN = { path: ["tenant"], message: "unknown tenant" };
+
+describe("console overview for a host key", () => {
+  it("shows its own tenant's figures only: another tenant's activity is not in it", async () => {
+    const admin = client(server.url, bearer(ADMIN));
+    const acme = client(server.url, bearer("hk_acme_scope"));
+    const globex = client(server.url, bearer("hk_globex_scope"));
+    const producer = client(server.url, producerKey("acme/billing", "pk_acme_scope"));
+    const wait = (position: string, correlationId: string, timeoutMs?: number) =>
+      acme.post("/v1/waits", { runId: "run-scope", position, eventType: "job.done", correlationId, timeoutMs });
+
+    // acme: a timeout, an event resolution, a delivery, an accepted event and its duplicate
+    expect((await wait("t", "c-timeout", 200)).status).toBe(201);
+    expect((await wait("e", "c-event")).status).toBe(201);
+    expect((await wait("d", "c-deliver")).status).toBe(201);
+    const sent = { id: "ev-1", type: "job.done", correlationId: "c-event", payload: {} };
+    expect((await producer.post("/v1/events", sent)).status).toBe(202);
+    expect((await producer.post("/v1/events", sent)).body).toMatchObject({ status: "duplicate" });
+    expect((await acme.post("/v1/deliver", { eventType: "job.done", correlationId: "c-deliver" })).status).toBe(200);
+
+    const own: Json = await until(async () => {
+      const r = await acme.get("/console/api/overview");
+      const t = r.body.totals;
+      return t?.timeoutsFired === 1 && t.resolutions.event === 1 ? r.body : undefined;
+    });
+    expect(own.totals).toMatchObject({
+      accepted: 1,
+      duplicate: 1,
+      rejected: null,
+      rejectedByReason: null,
+      timeoutsFired: 1,
+      resolutions: { timeout: 1, event: 1, deliver: 1 },
+    });
+    expect(own.totals.latenessMeanMs).toBeGreaterThanOrEqual(0);
+
+    const other = await globex.get("/console/api/overview");
+    expect(other.status).toBe(200);
+    expect(other.body.tenants).toEqual([{ tenant: "globex", waiting: 0, settled: 0 }]);
+    expect(other.body.totals).toEqual({
+      accepted: 0,
+      duplicate: 0,
+      rejected: null,
+      rejectedByReason: null,
+      timeoutsFired: 0,
+      latenessMeanMs: null,
+      resolutions: {},
+    });
+    expect(other.body.overdue).toBeNull();
+    expect(other.body.partitions).toBeNull();
+    expect(other.body.series.length).toBeGreaterThan(0);
+    for (const point of other.body.series) {
+      expect(point).toMatchObject({ accepted: 0, duplicate: 0, rejected: null, latenessMs: null });
+    }
+    // what every tenant shares (the partitions' backlog, overdue waits) is the admin's
+    expect(own.partitions).toBeNull();
+    expect(own.overdue).toBeNull();
+
+    // the admin still sees the global figures, and the shared backlog
+    const all = await admin.get("/console/api/overview");
+    expect(all.body.totals).toMatchObject({ accepted: 1, timeoutsFired: 1, resolutions: { timeout: 1, event: 1 } });
+    expect(all.body.partitions).toHaveLength(4);
+    expect(all.body.overdue).toBe(0);
+    // and one tenant's, when it names it
+    const named = await admin.get("/console/api/overview?tenant=globex");
+    expect(named.body.totals).toMatchObject({ accepted: 0, timeoutsFired: 0, latenessMeanMs: null, resolutions: {} });
+
+    // /metrics: the resolution and lateness series carry the tenant
+    const metrics = await client(server.url).get("/metrics");
+    expect(metrics.text).toMatch(/rendezvous_resolutions_total\{kind="timeout",tenant="acme"\} 1/);
+    expect(metrics.text).toMatch(/rendezvous_timeout_lateness_seconds_count\{tenant="acme"\} 1/);
+  });
+});
 
 describe("the admin naming a tenant the config does not have", () => {
   it("is refused with invalid_request on every route that takes ?tenant=, and nothing is stored", async () => {

@@ -197,7 +197,8 @@ export const hostRoutes: FastifyPluginAsyncZod<HostRoutesOptions> = async (app, 
     async (request) => {
       const tenant = readTenant(who(request), request.query.tenant, config.tenants);
       const result = await store.deliver(tenant, request.body);
-      if (result.delivered.length > 0) res.metrics.resolutions.inc({ kind: "deliver" }, result.delivered.length);
+      if (result.delivered.length > 0)
+        res.metrics.resolutions.inc({ kind: "deliver", tenant }, result.delivered.length);
       return result;
     },
   );
