@@ -4,7 +4,8 @@
  * - a host key's console overview holds its own tenant's figures only, never another
  *   tenant's timeouts, resolutions, lateness, events or the shared partition backlog;
  * - the admin naming a tenant the config does not have is refused on every route that
- *   takes `?tenant=`, and nothing is stored.
+ *   takes `?tenant=`, and nothing is stored;
+ * - the console's pages and answers carry a strict CSP and refuse to be framed.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bearer, client, type Json, producerKey, type Started, startServer, until } from "./e2e-helpers.js";
@@ -134,5 +135,41 @@ describe("the admin naming a tenant the config does not have", () => {
     const acme = client(server.url, bearer("hk_acme_scope"));
     expect((await acme.get("/v1/waits?tenant=nosuchtenant")).status).toBe(404);
     expect((await acme.get("/v1/waits?tenant=globex")).status).toBe(404);
+  });
+});
+
+describe("console security headers", () => {
+  it("every console answer carries a strict CSP, no framing, nosniff and no referrer; the API routes are unchanged", async () => {
+    const anonymous = client(server.url);
+    const page = await anonymous.get("/console/waits/w1.abc");
+    expect(page.status).toBe(200);
+    const script = /src="(\/console\/assets\/[^"]+\.js)"/.exec(page.text)?.[1];
+    const style = /href="(\/console\/assets\/[^"]+\.css)"/.exec(page.text)?.[1];
+    expect(script && style).toBeTruthy();
+    const answers = [
+      page,
+      await anonymous.get("/console"),
+      await anonymous.get(script as string),
+      await anonymous.get(style as string),
+      await client(server.url, bearer(ADMIN)).get("/console/api/session"),
+      await anonymous.get("/console/api/session"), // 401
+    ];
+    for (const r of answers) {
+      const csp = r.headers.get("content-security-policy") ?? "";
+      expect(csp).toContain("default-src 'none'");
+      expect(csp).toContain("script-src 'self'");
+      expect(csp).toContain("style-src 'self'");
+      expect(csp).toContain("connect-src 'self'");
+      expect(csp).toContain("frame-ancestors 'none'");
+      expect(csp).not.toContain("unsafe");
+      expect(r.headers.get("x-frame-options")).toBe("DENY");
+      expect(r.headers.get("x-content-type-options")).toBe("nosniff");
+      expect(r.headers.get("referrer-policy")).toBe("no-referrer");
+      expect(r.headers.get("strict-transport-security")).toBeNull();
+    }
+    expect(answers[5]?.status).toBe(401);
+    const api = await client(server.url, bearer("hk_acme_scope")).get("/v1/waits");
+    expect(api.status).toBe(200);
+    expect(api.headers.get("content-security-policy")).toBeNull();
   });
 });
