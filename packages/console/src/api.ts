@@ -104,7 +104,13 @@ export interface Overview {
   at: string;
   tenants: Array<{ tenant: string; waiting: number; settled: number }>;
   overdue: number | null;
-  partitions: Array<{ partition: number; undelivered: number; pending: number; oldestUnprocessedAgeMs: number | null }>;
+  /** null for a host key: the partitions are shared by every tenant */
+  partitions: Array<{
+    partition: number;
+    undelivered: number;
+    pending: number;
+    oldestUnprocessedAgeMs: number | null;
+  }> | null;
   series: Array<{
     at: string;
     accepted: number;

@@ -12,7 +12,12 @@
   ARGV[4] detail         JSON object merged into the history entry; for
                          job_attached its `j` also becomes the wait's externalJobId
   ARGV[5] once           "1" = skip when the history already has an entry of this kind
-                         with the same detail
+                         with the same detail. A continuation_dispatched whose detail has
+                         a jobId is always once: one entry per job id, so a dispatcher
+                         that re-handles an outbox entry after a crash (recorded, not yet
+                         acknowledged) records nothing new. The check reads the history
+                         the script decodes anyway, so waits written before carry no
+                         marker and need none.
   ARGV[6] now            "" = Redis TIME
 
   Returns
@@ -49,7 +54,7 @@ local function same(a, b)
 end
 
 local entry = cjson.decode(detail)
-if once == "1" then
+if once == "1" or (what == "continuation_dispatched" and entry["jobId"] ~= nil) then
   -- skip when an entry of this kind with the same detail is already there
   for _, h in ipairs(wait["h"] or {}) do
     if h["w"] == what then

@@ -114,6 +114,33 @@ function describeIssues(error: z.ZodError): string[] {
 }
 
 /**
+ * The admin token reads every tenant: a credential handed to a tenant's hosts or
+ * producers (or its webhook secret) that equals it would make its holder an admin.
+ * The message names the field, never the value.
+ * @throws RendezvousError `invalid_config`
+ */
+function refuseAdminTokenReuse(config: Config): void {
+  const admin = config.adminToken;
+  if (admin === undefined) return;
+  const fields: Array<[string, readonly string[]]> = [];
+  for (const [tenant, t] of Object.entries(config.tenants)) {
+    fields.push([`tenants.${tenant}.hostKeys`, t.hostKeys]);
+    for (const [producer, p] of Object.entries(t.producers)) {
+      fields.push([`tenants.${tenant}.producers.${producer}.keys`, p.keys]);
+      fields.push([`tenants.${tenant}.producers.${producer}.secrets`, p.secrets]);
+    }
+    if (t.webhook) fields.push([`tenants.${tenant}.webhook.secret`, [t.webhook.secret]]);
+  }
+  for (const [path, values] of fields) {
+    const i = values.indexOf(admin);
+    if (i < 0) continue;
+    const field = path.endsWith("webhook.secret") ? path : `${path}.${i}`;
+    const problem = `${field}: equals adminToken (its holder would read every tenant); give it a value of its own`;
+    throw new RendezvousError("invalid_config", `invalid config: ${problem}`, { problems: [problem] });
+  }
+}
+
+/**
  * Parses and checks a config object.
  * @throws RendezvousError `invalid_config` naming every bad field
  */
@@ -124,6 +151,7 @@ export function parseConfig(input: unknown): Config {
     throw new RendezvousError("invalid_config", `invalid config: ${problems.join("; ")}`, { problems });
   }
   const config = result.data;
+  refuseAdminTokenReuse(config);
   const seen = new Map<string, string>();
   for (const [tenant, t] of Object.entries(config.tenants)) {
     for (const key of t.hostKeys) {

@@ -7,6 +7,7 @@ export const FAILPOINTS = [
   "ingest.after-append",
   "matcher.after-match",
   "dispatcher.after-enqueue",
+  "dispatcher.after-annotate",
   "scheduler.after-timeout",
 ] as const;
 export type FailpointName = (typeof FAILPOINTS)[number];

@@ -12,14 +12,14 @@ export interface Metrics {
   readonly eventsDuplicate: Counter<"tenant">;
   /** events refused, by reason (an API.md error code) */
   readonly eventsRejected: Counter<"reason">;
-  /** waits settled, by kind: event, timeout, cancel, deliver */
-  readonly resolutions: Counter<"kind">;
+  /** waits settled, by kind (event, timeout, cancel, deliver) and tenant */
+  readonly resolutions: Counter<"kind" | "tenant">;
   /** events recorded as late on a wait */
   readonly lateEvents: Counter;
   /** accepted → matched, seconds */
   readonly matchLatency: Histogram;
-  /** timeout fired − deadline, seconds */
-  readonly timeoutLateness: Histogram;
+  /** timeout fired − deadline, seconds, by tenant */
+  readonly timeoutLateness: Histogram<"tenant">;
   /** continuations handed to a queue or webhook, by channel */
   readonly continuationsDispatched: Counter<"channel">;
 }
@@ -48,8 +48,8 @@ export function createMetrics(registry: Registry = new Registry()): Metrics {
     }),
     resolutions: new Counter({
       name: "rendezvous_resolutions_total",
-      help: "Waits settled, by kind",
-      labelNames: ["kind"],
+      help: "Waits settled, by kind and tenant",
+      labelNames: ["kind", "tenant"],
       ...on,
     }),
     lateEvents: new Counter({ name: "rendezvous_late_events_total", help: "Events recorded as late", ...on }),
@@ -62,6 +62,7 @@ export function createMetrics(registry: Registry = new Registry()): Metrics {
     timeoutLateness: new Histogram({
       name: "rendezvous_timeout_lateness_seconds",
       help: "Time from a wait's deadline to its timeout",
+      labelNames: ["tenant"],
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       ...on,
     }),

@@ -44,6 +44,43 @@ describe("config", () => {
   });
 });
 
+describe("config: credentials", () => {
+  const ADMIN = "adm_secret_value_42";
+  it("refuses a host key, producer key or secret, or webhook secret equal to adminToken, naming the field and not the value", () => {
+    const cases: Array<[unknown, string]> = [
+      [{ acme: { hostKeys: ["hk_ok", ADMIN] } }, "tenants.acme.hostKeys.1: equals adminToken"],
+      [
+        { acme: { producers: { billing: { keys: [ADMIN], eventTypes: ["*"] } } } },
+        "tenants.acme.producers.billing.keys.0: equals adminToken",
+      ],
+      [
+        { acme: { producers: { billing: { secrets: [ADMIN], eventTypes: ["*"] } } } },
+        "tenants.acme.producers.billing.secrets.0: equals adminToken",
+      ],
+      [
+        { acme: { webhook: { url: "https://h.example/c", secret: ADMIN } } },
+        "tenants.acme.webhook.secret: equals adminToken",
+      ],
+    ];
+    for (const [tenants, expected] of cases) {
+      const message = problem({ adminToken: ADMIN, tenants });
+      expect(message).toContain(expected);
+      expect(message).not.toContain(ADMIN);
+    }
+    // the same values are fine without an admin token, or with another one
+    expect(() => parseConfig({ tenants: { acme: { hostKeys: [ADMIN] } } })).not.toThrow();
+    expect(() => parseConfig({ adminToken: "adm_other", tenants: { acme: { hostKeys: [ADMIN] } } })).not.toThrow();
+  });
+
+  it("refuses a host key shared by two tenants, naming both fields and not the key", () => {
+    const message = problem({
+      tenants: { a: { hostKeys: ["hk_shared_1"] }, b: { hostKeys: ["hk_x", "hk_shared_1"] } },
+    });
+    expect(message).toContain("tenants.b.hostKeys: key also used by tenants.a.hostKeys");
+    expect(message).not.toContain("hk_shared_1");
+  });
+});
+
 describe("failpoints", () => {
   it("parses armed points and refuses unknown names or actions", () => {
     expect([...parseFailpoints("matcher.after-match=crash, ingest.after-append=crash")]).toEqual([

@@ -196,11 +196,19 @@ export function authenticateHost(index: CredentialIndex, headers: RequestHeaders
 }
 
 /**
- * The tenant a host read is about: a host's own tenant (naming another answers
- * 404, as if it did not exist), or the tenant the admin names in `?tenant=`.
- * @throws RendezvousError `not_found` (a host naming another tenant), `invalid_request` (admin without tenant)
+ * The tenant a host read or write is about: a host's own tenant (naming another
+ * answers 404, as if it did not exist), or the configured tenant the admin names in
+ * `?tenant=` (a tenant the config does not have is refused, so nothing is stored or
+ * read under a name no host key can reach).
+ * @param tenants the config's tenants (only their names are read)
+ * @throws RendezvousError `not_found` (a host naming another tenant), `invalid_request`
+ *   (admin without tenant, or naming an unknown one)
  */
-export function readTenant(identity: HostIdentity, requested: unknown): string {
+export function readTenant(
+  identity: HostIdentity,
+  requested: unknown,
+  tenants: Readonly<Record<string, unknown>>,
+): string {
   if (requested !== undefined && typeof requested !== "string") {
     throw new RendezvousError("invalid_request", undefined, {
       issues: [{ path: ["tenant"], message: "give one tenant" }],
@@ -213,6 +221,11 @@ export function readTenant(identity: HostIdentity, requested: unknown): string {
   if (requested === undefined || requested === "") {
     throw new RendezvousError("invalid_request", "the admin token reads a tenant named by ?tenant=", {
       issues: [{ path: ["tenant"], message: "required with the admin token" }],
+    });
+  }
+  if (!Object.hasOwn(tenants, requested)) {
+    throw new RendezvousError("invalid_request", "no such tenant in the config", {
+      issues: [{ path: ["tenant"], message: "unknown tenant" }],
     });
   }
   return requested;

@@ -137,7 +137,7 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
     "/v1/events/:producer/*",
     async (request, reply) => {
       const identity = authenticateHost(credentials, request.headers);
-      const tenant = readTenant(identity, request.query.tenant);
+      const tenant = readTenant(identity, request.query.tenant, config.tenants);
       const { producer, "*": eventId } = request.params;
       if (!Name.safeParse(producer).success || eventId.length < 1 || eventId.length > 200) {
         throw new RendezvousError("not_found");

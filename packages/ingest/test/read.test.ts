@@ -93,9 +93,14 @@ describe("GET /v1/events/{producer}/{eventId}", () => {
     expect(authenticateHost(index, { authorization: "Bearer hk_globex" })).toEqual({ kind: "host", tenant: "globex" });
     expect(authenticateHost(index, { authorization: "bearer adm_test_token" })).toEqual({ kind: "admin" });
     expect(() => authenticateHost(index, { authorization: "Bearer pk_billing" })).toThrow("unauthorized");
-    expect(readTenant({ kind: "host", tenant: "acme" }, undefined)).toBe("acme");
-    expect(readTenant({ kind: "admin" }, "globex")).toBe("globex");
-    expect(() => readTenant({ kind: "admin" }, undefined)).toThrow();
+    const tenants = parseConfig(CONFIG).tenants;
+    expect(readTenant({ kind: "host", tenant: "acme" }, undefined, tenants)).toBe("acme");
+    expect(readTenant({ kind: "admin" }, "globex", tenants)).toBe("globex");
+    expect(() => readTenant({ kind: "admin" }, undefined, tenants)).toThrow();
+    // only configured tenants, and no inherited property names
+    for (const unknown of ["nosuchtenant", "constructor", "__proto__"]) {
+      expect(() => readTenant({ kind: "admin" }, unknown, tenants), unknown).toThrow("no such tenant");
+    }
     // no admin token configured: nothing authenticates as admin
     const noAdmin = indexCredentials(parseConfig({ ...CONFIG, adminToken: undefined }));
     expect(() => authenticateHost(noAdmin, { authorization: "Bearer adm_test_token" })).toThrow("unauthorized");

@@ -151,6 +151,9 @@ export class Dispatcher {
       );
     }
     failpoint("dispatcher.after-enqueue");
+    // an outbox entry handled again after a crash (recorded, not yet acknowledged)
+    // finds its job already there (same job id) and records nothing new: annotateWait
+    // keeps one continuation_dispatched per job id
     await this.#res.store.annotateMany(
       [...byQueue].flatMap(([name, list]) =>
         list.map((wait) => ({
@@ -160,6 +163,7 @@ export class Dispatcher {
         })),
       ),
     );
+    failpoint("dispatcher.after-annotate");
     this.#res.metrics.continuationsDispatched.inc({ channel: "queue" }, waits.filter(Boolean).length);
     await this.loop.ack(
       key,

@@ -5,7 +5,7 @@
  * is committed; a matcher killed in between leaves it pending for another matcher,
  * and re-running the match is a no-op.
  */
-import { failpoint, MATCHER_GROUP, type Resources, splitEncodings } from "@rendezvous/core";
+import { decodeParts, failpoint, MATCHER_GROUP, type Resources, splitEncodings } from "@rendezvous/core";
 import { ConsumerLoop, type StreamEntry } from "./consumer-loop.js";
 
 export interface MatcherOptions {
@@ -58,7 +58,12 @@ export class Matcher {
       if (r.status === "duplicate" || r.status === "missing") return;
       const acceptedMs = Number(events[i]?.streamId.split("-")[0]);
       m.matchLatency.observe(Math.max(0, now - acceptedMs) / 1000);
-      if (r.matched.length > 0) m.resolutions.inc({ kind: "event" }, r.matched.length);
+      const event = events[i];
+      if (r.matched.length > 0 && event) {
+        // the event key's first part is its tenant, the tenant of every wait it resolved
+        const [tenant = ""] = decodeParts(event.eventKey, 1);
+        m.resolutions.inc({ kind: "event", tenant }, r.matched.length);
+      }
       if (r.late.length > 0) m.lateEvents.inc(r.late.length);
     });
     await this.loop.ack(

@@ -199,10 +199,10 @@ export class Scheduler {
     for (const r of results) {
       if (r.outcome === "timed_out") {
         timedOut++;
-        this.#res.metrics.resolutions.inc({ kind: "timeout" });
+        this.#res.metrics.resolutions.inc({ kind: "timeout", tenant: r.wait.tenant });
         const deadline = Date.parse(r.wait.deadline ?? "");
         if (Number.isFinite(deadline))
-          this.#res.metrics.timeoutLateness.observe(Math.max(0, firedAt - deadline) / 1000);
+          this.#res.metrics.timeoutLateness.observe({ tenant: r.wait.tenant }, Math.max(0, firedAt - deadline) / 1000);
       } else if (r.outcome === "backlog" || (r.outcome === "not_due" && r.deadline !== null)) {
         later.push({ deadline: Math.max(firedAt + this.#o.retryMs, r.deadline ?? 0) });
       }

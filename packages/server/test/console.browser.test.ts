@@ -40,6 +40,8 @@ let admin: Client;
 /** page updates poll every 1.5 s; allow a few rounds */
 const P = { timeout: 15_000, interval: 100 };
 const run = `run-${Date.now().toString(36)}`;
+/** what Chromium reported as refused by the console's Content-Security-Policy, in any page */
+const violations: string[] = [];
 
 async function register(host: Client, position: string, correlationId: string, eventType = "order.paid") {
   const r = await host.post("/v1/waits", { runId: run, position, eventType, correlationId, timeoutMs: 600_000 });
@@ -59,6 +61,9 @@ beforeAll(async () => {
   admin = client(server.url, bearer(ADMIN));
   billing = client(server.url, producerKey("acme/billing", "pk_billing_console"));
   browser = await launchBrowser();
+  browser.context.on("console", (message) => {
+    if (/Content Security Policy/i.test(message.text())) violations.push(message.text());
+  });
 }, 60_000);
 
 afterAll(async () => {
@@ -232,6 +237,8 @@ describe("console (headless Chromium, real server and Redis)", () => {
     const overview = page.getByRole("table").first();
     await expect.poll(() => overview.textContent(), P).toContain("globex");
     expect(await overview.textContent()).not.toContain("acme");
+    // and shows no partition backlog: the partitions are shared by every tenant
+    expect(await page.getByRole("heading", { name: "Matching backlog" }).count()).toBe(0);
     // and the JSON endpoints refuse the other tenant's name and ids
     const api = client(server.url, bearer("hk_globex_console"));
     expect((await api.get("/console/api/waits?tenant=acme")).status).toBe(404);
@@ -271,6 +278,25 @@ describe("console (headless Chromium, real server and Redis)", () => {
       (el) => !el.labels?.length && !el.getAttribute("aria-label") && !el.textContent.trim(),
     ).length`);
     expect(unnamed).toBe(0);
+    await page.close();
+  });
+  it("runs under its Content-Security-Policy (nothing refused), which refuses inline styles and framing", async () => {
+    const page = await newPage();
+    await signIn(page, server.url, ADMIN, "/");
+    await page.getByRole("heading", { name: "Matching backlog" }).waitFor(P);
+    await page.getByRole("link", { name: "Rejected signals" }).click();
+    await page.locator("tbody tr").first().waitFor(P);
+    // every page of this file so far, the admin's overview with its charts included
+    expect(violations).toEqual([]);
+    // the policy is enforced: an inline style attribute is refused
+    await page.evaluate(`document.body.setAttribute("style", "background: red")`);
+    await expect.poll(() => violations.length, P).toBeGreaterThan(0);
+    expect(violations.join("\n")).toMatch(/style-src/);
+    // and a page of another origin cannot frame the console
+    const framer = await newPage();
+    await framer.setContent(`<iframe src="${server.url}/console/"></iframe>`);
+    await expect.poll(() => violations.join("\n"), P).toMatch(/frame-ancestors 'none'/);
+    await framer.close();
     await page.close();
   });
 });

@@ -128,6 +128,38 @@ describe("crash recovery with real role processes", () => {
     expect((await dispatcher.terminate()).code).toBe(0);
   });
 
+  it("dispatcher.after-annotate: the re-dispatch after the restart records no second continuation_dispatched", async () => {
+    const { res, role } = setup();
+    const { wait } = await res.store.register("acme", {
+      runId: "run-3",
+      position: "p",
+      eventType: "job.done",
+      correlationId: "j-3",
+    });
+    const [ingested] = await res.store.ingest("acme", "svc", [{ id: "e-3", type: "job.done", correlationId: "j-3" }]);
+    const p = res.store.keys.waitPartition(wait.id) as number;
+    if (ingested?.status !== "accepted") throw new Error("not accepted");
+    await res.store.match(p, [
+      { streamId: ingested.event.streamId, eventKey: res.store.keys.eventKey("acme", "svc", "e-3") },
+    ]);
+
+    const doomed = role("dispatcher", "dispatcher.after-annotate=crash");
+    expect((await doomed.exited).signal).toBe("SIGKILL");
+    const k = res.store.keys.partition(p);
+    expect(await pending(res, k.outbox, "dispatchers")).toBe(1); // recorded, not acknowledged
+    const recorded = (await res.store.getWait("acme", wait.id))?.history.filter(
+      (h) => h.what === "continuation_dispatched",
+    );
+    expect(recorded).toHaveLength(1);
+
+    const dispatcher = role("dispatcher");
+    await until(async () => (await pending(res, k.outbox, "dispatchers")) === 0); // claimed and handled again
+    expect(await continuationJobs(res, "acme")).toHaveLength(1);
+    const final = await res.store.getWait("acme", wait.id);
+    expect(final?.history.filter((h) => h.what === "continuation_dispatched")).toEqual(recorded);
+    expect((await dispatcher.terminate()).code).toBe(0);
+  });
+
   it("scheduler.after-timeout: the timeout is committed once and dispatched once after the restart", async () => {
     const { res, role } = setup();
     const { wait } = await res.store.register("acme", {

@@ -72,8 +72,12 @@ export function Overview({ session }: { session: Session }) {
             {data.totals.latenessMeanMs !== null && `, mean lateness ${data.totals.latenessMeanMs.toFixed(0)} ms`}.
           </p>
 
-          <h2>Matching backlog</h2>
-          <LagBars partitions={data.partitions} />
+          {data.partitions !== null && (
+            <>
+              <h2>Matching backlog</h2>
+              <LagBars partitions={data.partitions} />
+            </>
+          )}
         </>
       )}
     </section>

@@ -21,7 +21,7 @@ import { continuationQueueName } from "@rendezvous/matcher";
 import { Queue } from "bullmq";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { rates, type Sampler } from "./console-stats.js";
+import { latenessOf, rates, resolutionsOf, type Sampler } from "./console-stats.js";
 import { ErrorBody, ListQuery } from "./host-routes.js";
 
 export interface ConsoleApiOptions {
@@ -97,9 +97,8 @@ export const consoleApi: FastifyPluginAsyncZod<ConsoleApiOptions> = async (app, 
   const who = (request: unknown): HostIdentity => (request as { identity: HostIdentity }).identity;
   /** the tenants a request may see, narrowed by `?tenant=` */
   const visible = (identity: HostIdentity, named: string | undefined): string[] => {
-    if (identity.kind === "host") return [readTenant(identity, named)];
-    if (named === undefined) return tenants;
-    return [named];
+    if (identity.kind === "admin" && named === undefined) return tenants;
+    return [readTenant(identity, named, res.config.tenants)];
   };
 
   app.get(
@@ -134,14 +133,17 @@ export const consoleApi: FastifyPluginAsyncZod<ConsoleApiOptions> = async (app, 
             at: z.string(),
             tenants: z.array(z.object({ tenant: z.string(), waiting: z.number(), settled: z.number() })),
             overdue: z.number().nullable(),
-            partitions: z.array(
-              z.object({
-                partition: z.number(),
-                undelivered: z.number(),
-                pending: z.number(),
-                oldestUnprocessedAgeMs: z.number().nullable(),
-              }),
-            ),
+            /** null for a host key: a partition's stream is shared by every tenant */
+            partitions: z
+              .array(
+                z.object({
+                  partition: z.number(),
+                  undelivered: z.number(),
+                  pending: z.number(),
+                  oldestUnprocessedAgeMs: z.number().nullable(),
+                }),
+              )
+              .nullable(),
             series: z.array(
               z.object({
                 at: z.string(),
@@ -170,34 +172,38 @@ export const consoleApi: FastifyPluginAsyncZod<ConsoleApiOptions> = async (app, 
       const shown = visible(id, request.query.tenant);
       const admin = id.kind === "admin";
       const tenantFilter = admin && request.query.tenant === undefined ? null : (shown[0] as string);
+      // A host key sees its own tenant's figures only: what is shared by every tenant
+      // (partition backlog, overdue waits, refusals by reason) is the admin's.
       const [counts, backlog, overdue, samples] = await Promise.all([
         countWaits(store, shown),
-        partitionBacklog(store, store.keys.allPartitions()),
+        admin ? partitionBacklog(store, store.keys.allPartitions()) : Promise.resolve(null),
         admin ? overdueWaits(store) : Promise.resolve(null),
         sampler.read(),
       ]);
       const last = samples[samples.length - 1];
+      const lateness = latenessOf(last, tenantFilter);
       const sum = (m: Record<string, number> | undefined) =>
         tenantFilter === null ? Object.values(m ?? {}).reduce((a, b) => a + b, 0) : (m?.[tenantFilter] ?? 0);
       return {
         at: new Date().toISOString(),
         tenants: counts,
         overdue,
-        partitions: backlog.map((b) => ({
-          partition: b.partition,
-          undelivered: Math.max(0, b.undelivered),
-          pending: b.pending,
-          oldestUnprocessedAgeMs: b.oldestUnprocessedAgeMs,
-        })),
+        partitions:
+          backlog?.map((b) => ({
+            partition: b.partition,
+            undelivered: Math.max(0, b.undelivered),
+            pending: b.pending,
+            oldestUnprocessedAgeMs: b.oldestUnprocessedAgeMs,
+          })) ?? null,
         series: rates(samples, tenantFilter),
         totals: {
           accepted: sum(last?.accepted),
           duplicate: sum(last?.duplicate),
           rejected: admin ? (last?.rejected ?? 0) : null,
           rejectedByReason: admin ? (last?.rejectedByReason ?? {}) : null,
-          timeoutsFired: last?.lateness.count ?? 0,
-          latenessMeanMs: last && last.lateness.count > 0 ? (last.lateness.sum / last.lateness.count) * 1000 : null,
-          resolutions: last?.resolutions ?? {},
+          timeoutsFired: lateness.count,
+          latenessMeanMs: lateness.count > 0 ? (lateness.sum / lateness.count) * 1000 : null,
+          resolutions: resolutionsOf(last, tenantFilter),
         },
       };
     },

@@ -1,6 +1,7 @@
 /**
  * The console's live numbers: a sampler that reads this process's counters (events
- * accepted / duplicate / rejected, timeout lateness) every `everyMs` and keeps the
+ * accepted / duplicate / rejected, timeout lateness and settled waits, the last two
+ * per tenant so a host key sees its own tenant's) every `everyMs` and keeps the
  * last `keep` samples, so the overview can draw rates and lateness over the last
  * minutes. The counters are the ones /metrics exposes; with several api processes
  * each console shows its own process's traffic (Prometheus sums them all).
@@ -18,10 +19,15 @@ export interface Sample {
   rejected: number;
   /** refused so far, by reason */
   rejectedByReason: Record<string, number>;
-  /** timeouts fired so far and the sum of their lateness (s) */
-  lateness: { count: number; sum: number };
-  /** waits settled so far, by kind */
-  resolutions: Record<string, number>;
+  /** timeouts fired so far and the sum of their lateness (s), by tenant */
+  lateness: Record<string, Lateness>;
+  /** waits settled so far, by tenant, then by kind */
+  resolutions: Record<string, Record<string, number>>;
+}
+
+export interface Lateness {
+  count: number;
+  sum: number;
 }
 
 /** One point of a chart: per-second rates and the mean lateness over the interval before `at`. */
@@ -47,13 +53,26 @@ async function byLabel(
   return out;
 }
 
+const tenantOf = (labels: object) => String((labels as Record<string, unknown>).tenant ?? "");
+
 export async function takeSample(metrics: Metrics): Promise<Sample> {
-  const lateness = await metrics.timeoutLateness.get();
-  let count = 0;
-  let sum = 0;
-  for (const v of lateness.values) {
-    if (v.metricName?.endsWith("_count")) count += v.value;
-    else if (v.metricName?.endsWith("_sum")) sum += v.value;
+  const lateness: Record<string, Lateness> = {};
+  for (const v of (await metrics.timeoutLateness.get()).values) {
+    const isCount = v.metricName?.endsWith("_count");
+    if (!isCount && !v.metricName?.endsWith("_sum")) continue;
+    const tenant = tenantOf(v.labels);
+    const l = lateness[tenant] ?? { count: 0, sum: 0 };
+    lateness[tenant] = l;
+    if (isCount) l.count += v.value;
+    else l.sum += v.value;
+  }
+  const resolutions: Record<string, Record<string, number>> = {};
+  for (const v of (await metrics.resolutions.get()).values) {
+    const tenant = tenantOf(v.labels);
+    const kinds = resolutions[tenant] ?? {};
+    resolutions[tenant] = kinds;
+    const kind = String((v.labels as Record<string, unknown>).kind ?? "");
+    kinds[kind] = (kinds[kind] ?? 0) + v.value;
   }
   const rejectedByReason = await byLabel(metrics.eventsRejected, "reason");
   return {
@@ -62,13 +81,36 @@ export async function takeSample(metrics: Metrics): Promise<Sample> {
     duplicate: await byLabel(metrics.eventsDuplicate, "tenant"),
     rejected: Object.values(rejectedByReason).reduce((a, b) => a + b, 0),
     rejectedByReason,
-    lateness: { count, sum },
-    resolutions: await byLabel(metrics.resolutions, "kind"),
+    lateness,
+    resolutions,
   };
 }
 
 const total = (m: Record<string, number>, tenant: string | null) =>
   tenant === null ? Object.values(m).reduce((a, b) => a + b, 0) : (m[tenant] ?? 0);
+
+/** Timeouts fired and their summed lateness, of one tenant or (null) all. */
+export function latenessOf(sample: Sample | undefined, tenant: string | null): Lateness {
+  if (!sample) return { count: 0, sum: 0 };
+  if (tenant !== null) return sample.lateness[tenant] ?? { count: 0, sum: 0 };
+  const out = { count: 0, sum: 0 };
+  for (const l of Object.values(sample.lateness)) {
+    out.count += l.count;
+    out.sum += l.sum;
+  }
+  return out;
+}
+
+/** Waits settled by kind, of one tenant or (null) all. */
+export function resolutionsOf(sample: Sample | undefined, tenant: string | null): Record<string, number> {
+  if (!sample) return {};
+  if (tenant !== null) return { ...sample.resolutions[tenant] };
+  const out: Record<string, number> = {};
+  for (const kinds of Object.values(sample.resolutions)) {
+    for (const [kind, n] of Object.entries(kinds)) out[kind] = (out[kind] ?? 0) + n;
+  }
+  return out;
+}
 
 /** Rates between consecutive samples, for one tenant (host key) or all (admin, `null`). */
 export function rates(samples: Sample[], tenant: string | null): RatePoint[] {
@@ -77,13 +119,15 @@ export function rates(samples: Sample[], tenant: string | null): RatePoint[] {
     const a = samples[i - 1] as Sample;
     const b = samples[i] as Sample;
     const s = Math.max(0.001, (b.at - a.at) / 1000);
-    const fired = b.lateness.count - a.lateness.count;
+    const la = latenessOf(a, tenant);
+    const lb = latenessOf(b, tenant);
+    const fired = lb.count - la.count;
     out.push({
       at: new Date(b.at).toISOString(),
       accepted: Math.max(0, total(b.accepted, tenant) - total(a.accepted, tenant)) / s,
       duplicate: Math.max(0, total(b.duplicate, tenant) - total(a.duplicate, tenant)) / s,
       rejected: tenant === null ? Math.max(0, b.rejected - a.rejected) / s : null,
-      latenessMs: fired > 0 ? ((b.lateness.sum - a.lateness.sum) / fired) * 1000 : null,
+      latenessMs: fired > 0 ? ((lb.sum - la.sum) / fired) * 1000 : null,
     });
   }
   return out;

@@ -3,8 +3,10 @@
  * `@rendezvous/console` (static files, no CDN), any other path under /console
  * answered with its index.html (client-side routes), and its JSON endpoints under
  * /console/api. The page itself needs no credentials; every JSON call does (see
- * console-api.ts). Every console answer carries `Server-Timing: app;dur=<ms>`.
+ * console-api.ts). Every console answer carries `Server-Timing: app;dur=<ms>` and the
+ * security headers of {@link CONSOLE_SECURITY}.
  */
+import fastifyHelmet, { type FastifyHelmetOptions } from "@fastify/helmet";
 import fastifyStatic from "@fastify/static";
 import { consoleBuilt, consoleDir } from "@rendezvous/console";
 import { RendezvousError, type Resources } from "@rendezvous/core";
@@ -22,12 +24,40 @@ export interface ConsoleOptions {
 
 export const CONSOLE_PATH = "/console";
 
+/**
+ * Security headers of every console answer (@fastify/helmet, scoped to this plugin):
+ * the page loads only its own hashed script and stylesheet and talks only to its own
+ * origin, may not be framed (its Cancel and Deliver buttons must not be clickjacked),
+ * and sends no referrer. HSTS is left to the TLS terminator, which knows the host names.
+ */
+export const CONSOLE_SECURITY: FastifyHelmetOptions = {
+  contentSecurityPolicy: {
+    useDefaults: false,
+    directives: {
+      "default-src": ["'none'"],
+      "script-src": ["'self'"],
+      "style-src": ["'self'"],
+      "img-src": ["'self'", "data:"],
+      "font-src": ["'self'"],
+      "connect-src": ["'self'"],
+      "base-uri": ["'none'"],
+      "form-action": ["'self'"],
+      "frame-ancestors": ["'none'"],
+      "object-src": ["'none'"],
+    },
+  },
+  frameguard: { action: "deny" },
+  referrerPolicy: { policy: "no-referrer" },
+  strictTransportSecurity: false,
+};
+
 const NOT_BUILT = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>rendezvous console</title></head>
 <body><main><h1>The console is not built</h1><p>Run <code>npm run build</code> (or
 <code>npm run build --workspace @rendezvous/console</code>) and restart the server.</p></main></body></html>`;
 
 export const consoleRoutes: FastifyPluginAsync<ConsoleOptions> = async (app, opts) => {
   const { res } = opts;
+  await app.register(fastifyHelmet, CONSOLE_SECURITY);
   app.addHook("onRequest", async (request) => {
     (request as unknown as { consoleStart: bigint }).consoleStart = process.hrtime.bigint();
   });

@@ -98,7 +98,7 @@ export const hostRoutes: FastifyPluginAsyncZod<HostRoutesOptions> = async (app, 
       },
     },
     async (request, reply) => {
-      const tenant = readTenant(who(request), request.query.tenant);
+      const tenant = readTenant(who(request), request.query.tenant, config.tenants);
       const { created, wait } = await store.register(tenant, request.body);
       if (created && wait.state === "waiting" && wait.deadline && opts.scheduleTimeout) {
         await opts.scheduleTimeout(store.keys.waitPartition(wait.id) as number, Date.parse(wait.deadline));
@@ -118,7 +118,7 @@ export const hostRoutes: FastifyPluginAsyncZod<HostRoutesOptions> = async (app, 
     },
     async (request) => {
       const { limit, cursor, tenant: named, ...filter } = request.query;
-      const tenant = readTenant(who(request), named);
+      const tenant = readTenant(who(request), named, config.tenants);
       return listWaits(store, tenant, filter, { limit, cursor });
     },
   );
@@ -195,9 +195,10 @@ export const hostRoutes: FastifyPluginAsyncZod<HostRoutesOptions> = async (app, 
       },
     },
     async (request) => {
-      const tenant = readTenant(who(request), request.query.tenant);
+      const tenant = readTenant(who(request), request.query.tenant, config.tenants);
       const result = await store.deliver(tenant, request.body);
-      if (result.delivered.length > 0) res.metrics.resolutions.inc({ kind: "deliver" }, result.delivered.length);
+      if (result.delivered.length > 0)
+        res.metrics.resolutions.inc({ kind: "deliver", tenant }, result.delivered.length);
       return result;
     },
   );
