@@ -41,14 +41,18 @@ export { createLogger, type Logger, REDACT_PATHS } from "./logger.js";
 export { createMetrics, type Metrics } from "./metrics.js";
 export { iso, toEventRecord, toWait } from "./records.js";
 export {
+  COMMAND_TIMED_OUT,
   createBlockingRedis,
   createRedis,
+  DEFAULT_COMMAND_TIMEOUT_MS,
   isCluster,
   isClusterUrl,
+  isCommandTimeout,
   parseRedisUrl,
   type RedisConnectionOptions,
   type RedisLike,
   type RedisTarget,
+  withinCommandTimeout,
 } from "./redis.js";
 export {
   freePort,

@@ -107,6 +107,11 @@ export class KeyLayout {
     return `{${this.prefix}:meta}`;
   }
 
+  /** The key /readyz writes to see that Redis takes writes (the meta key's slot). */
+  get readyProbeKey(): string {
+    return `${this.metaKey}:ready`;
+  }
+
   /** Every partition index, 0 … P-1. */
   allPartitions(): number[] {
     return Array.from({ length: this.partitions }, (_, i) => i);

@@ -11,6 +11,13 @@ export type RedisLike = Redis | Cluster;
 export interface RedisConnectionOptions {
   /** connection name shown by CLIENT LIST */
   name?: string;
+  /**
+   * Longest a command waits for its answer, ms (ioredis `commandTimeout`): past it the
+   * command is rejected with "Command timed out" (see isCommandTimeout), also while it
+   * sits in the offline queue. A command already sent may still run when Redis answers
+   * late. Command connections only: blocking connections never take it.
+   */
+  commandTimeoutMs?: number;
   /** extra ioredis options (for a cluster: applied to every node connection) */
   options?: RedisOptions;
   /** extra ioredis Cluster options (cluster URLs only) */
@@ -125,16 +132,54 @@ function connectTo(url: string, opts: RedisConnectionOptions, extra: RedisOption
   });
 }
 
-/** A command connection (scripts, reads): a `Redis`, or a `Cluster` for a `redis+cluster://` URL. */
-export function createRedis(url: string, opts: RedisConnectionOptions = {}): RedisLike {
-  return connectTo(url, opts, {});
+/**
+ * Default bound on a command of a request path (RENDEZVOUS_REDIS_COMMAND_TIMEOUT_MS): a
+ * frozen Redis turns into `503` after this, not a request hanging until it wakes.
+ */
+export const DEFAULT_COMMAND_TIMEOUT_MS = 2500;
+
+/** The message ioredis rejects a command with when its `commandTimeout` fires. */
+export const COMMAND_TIMED_OUT = "Command timed out";
+
+/** Whether an error is a command timeout (ioredis `commandTimeout`, or withinCommandTimeout). */
+export function isCommandTimeout(err: unknown): boolean {
+  return err instanceof Error && err.message === COMMAND_TIMED_OUT;
 }
 
 /**
- * A connection for blocking commands (XREADGROUP BLOCK, BullMQ workers): no retry
- * limit per request. A blocking command holds its connection, so each concurrent
- * blocking reader needs a connection of its own.
+ * A command connection (scripts, reads): a `Redis`, or a `Cluster` for a `redis+cluster://` URL.
+ * With `commandTimeoutMs`, every command is bounded by it.
+ */
+export function createRedis(url: string, opts: RedisConnectionOptions = {}): RedisLike {
+  return connectTo(url, opts, opts.commandTimeoutMs ? { commandTimeout: opts.commandTimeoutMs } : {});
+}
+
+/**
+ * Bounds an operation whose connection has no command timeout of its own (a BullMQ
+ * Queue's `add` on a connection without one): rejects with the command-timeout error
+ * after `ms`. The operation itself goes on and may still complete.
+ */
+export async function withinCommandTimeout<T>(ms: number | undefined, work: Promise<T>): Promise<T> {
+  if (!ms) return work;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(COMMAND_TIMED_OUT)), ms);
+  });
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * A connection for blocking commands (XREADGROUP BLOCK, BullMQ workers and queues): no
+ * retry limit per request and no command timeout (`commandTimeoutMs` is ignored): a
+ * blocking read waits longer than any bound by design, and a BullMQ Queue whose first
+ * command (its INFO version check) fails stays failed for good. A blocking command
+ * holds its connection, so each concurrent blocking reader needs a connection of its own.
  */
 export function createBlockingRedis(url: string, opts: RedisConnectionOptions = {}): RedisLike {
-  return connectTo(url, opts, { maxRetriesPerRequest: null });
+  const { commandTimeoutMs: _none, ...rest } = opts;
+  return connectTo(url, rest, { maxRetriesPerRequest: null });
 }

@@ -21,9 +21,17 @@ export interface Resources {
   readonly queuePrefix: string;
   /** connected to a Redis Cluster (`redis+cluster://`) */
   readonly cluster: boolean;
-  /** the shared command connection */
+  /**
+   * Bound on each command of a command connection, ms (undefined: none). Blocking
+   * connections never have one.
+   */
+  readonly commandTimeoutMs: number | undefined;
+  /** the shared command connection (bounded by commandTimeoutMs) */
   readonly redis: RedisLike;
-  /** opens another connection to the same Redis, closed by `close()` */
+  /**
+   * Opens another connection to the same Redis, closed by `close()`: a command connection
+   * bounded by commandTimeoutMs, or a blocking one (no bound, no retry limit).
+   */
   connect(purpose: string, opts?: { blocking?: boolean }): RedisLike;
   /** closes every connection opened through this bag */
   close(): Promise<void>;
@@ -38,6 +46,11 @@ export interface ResourceOptions {
   metrics?: Metrics;
   /** test clock for the Store (see StoreOptions.clock) */
   clock?: () => number | undefined;
+  /**
+   * Bound on each command of the command connections, ms (RENDEZVOUS_REDIS_COMMAND_TIMEOUT_MS
+   * for the CLI, DEFAULT_COMMAND_TIMEOUT_MS by default there) @defaultValue none
+   */
+  commandTimeoutMs?: number;
 }
 
 /**
@@ -80,7 +93,9 @@ export function createResources(opts: ResourceOptions): Resources {
   const logger = opts.logger ?? createLogger();
   const connect = (purpose: string, o: { blocking?: boolean } = {}): RedisLike => {
     const name = `rendezvous:${purpose}`;
-    const conn = o.blocking ? createBlockingRedis(opts.redisUrl, { name }) : createRedis(opts.redisUrl, { name });
+    const conn = o.blocking
+      ? createBlockingRedis(opts.redisUrl, { name })
+      : createRedis(opts.redisUrl, { name, commandTimeoutMs: opts.commandTimeoutMs });
     // ioredis reconnects by itself; say so once per failure instead of "unhandled error event"
     conn.on("error", (err: Error) => logger.warn({ err: err.message, connection: name }, "redis connection error"));
     opened.push(conn);
@@ -95,6 +110,7 @@ export function createResources(opts: ResourceOptions): Resources {
     prefix,
     queuePrefix: queuePrefixFor(prefix, cluster),
     cluster,
+    commandTimeoutMs: opts.commandTimeoutMs,
     redis,
     connect,
     async close() {

@@ -1,31 +1,81 @@
 /**
  * Maps whatever a route threw to the API error it answers with: a RendezvousError
- * as it is, fastify's body errors to API codes, Redis being unreachable to
- * `unavailable`, anything else to a bare `internal` (never the original message).
+ * as it is, fastify's body errors to API codes, Redis trouble (out of memory,
+ * unreachable, too slow) to `503 unavailable` with a `reason`, anything else to a bare
+ * `internal` (never the original message).
  */
-import { isRendezvousError, RendezvousError } from "@rendezvous/core";
+import { isCommandTimeout, isRendezvousError, RendezvousError } from "@rendezvous/core";
 import type { FastifyReply, FastifyRequest } from "fastify";
 
 /** ioredis / socket failures meaning "Redis is not reachable now". */
 const UNAVAILABLE_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EHOSTUNREACH"]);
-const UNAVAILABLE_MESSAGES = [
+/**
+ * Replies and client errors meaning Redis was not connected or refused the command
+ * before running it: not connected, still loading, a replica, a cluster without a
+ * quorum or a slot owner, a master refusing writes (no replicas, failed persistence),
+ * busy in a script.
+ */
+const DOWN_MESSAGES = [
   /^Connection is closed/,
   /enableOfflineQueue options is false/,
   /^Reached the max retries per request limit/,
+  /^Failed to refresh slots cache/,
+  /^None of startup nodes is available/,
   /^LOADING /,
   /^READONLY /,
   /^CLUSTERDOWN /,
   /^TRYAGAIN /,
   /^MASTERDOWN /,
+  /^NOREPLICAS /,
+  /^MISCONF /,
+  /^BUSY /,
 ];
+/** Redis refuses a write at maxmemory (policy noeviction). */
+const OOM = /^OOM /;
 
-/** Whether an error means the store could not be reached (answer 503, retry later). */
-export function isUnavailable(err: unknown): boolean {
-  if (!(err instanceof Error)) return false;
+/** Why Redis could not serve a request: the `reason` of a `503 unavailable`. */
+export type RedisTrouble = "redis_oom" | "redis_down" | "redis_timeout";
+
+/** Seconds a client should wait before retrying, by trouble: memory is not freed in a second. */
+const RETRY_AFTER_S: Record<RedisTrouble, number> = { redis_oom: 5, redis_down: 1, redis_timeout: 1 };
+
+const TROUBLE_MESSAGE: Record<RedisTrouble, string> = {
+  redis_oom: "redis is out of memory and refuses writes",
+  redis_down: "redis unreachable",
+  redis_timeout: "redis did not answer in time; the request may or may not have been applied",
+};
+
+/** What kind of Redis trouble an error is, if it is one. */
+export function redisTrouble(err: unknown): RedisTrouble | undefined {
+  if (!(err instanceof Error)) return undefined;
+  if (isCommandTimeout(err)) return "redis_timeout";
+  if (OOM.test(err.message)) return "redis_oom";
   const code = (err as { code?: unknown }).code;
-  if (typeof code === "string" && UNAVAILABLE_CODES.has(code)) return true;
-  if (err.name === "MaxRetriesPerRequestError") return true;
-  return UNAVAILABLE_MESSAGES.some((re) => re.test(err.message));
+  if (typeof code === "string" && UNAVAILABLE_CODES.has(code)) return "redis_down";
+  if (err.name === "MaxRetriesPerRequestError" || err.name === "ClusterAllFailedError") return "redis_down";
+  return DOWN_MESSAGES.some((re) => re.test(err.message)) ? "redis_down" : undefined;
+}
+
+/** Whether an error means the store could not serve the request now (answer 503, retry later). */
+export function isUnavailable(err: unknown): boolean {
+  return redisTrouble(err) !== undefined;
+}
+
+/** `503 unavailable` for Redis trouble, with its `reason` and `retryAfter` (seconds). */
+export function redisUnavailable(reason: RedisTrouble): RendezvousError {
+  return new RendezvousError("unavailable", TROUBLE_MESSAGE[reason], { reason, retryAfter: RETRY_AFTER_S[reason] });
+}
+
+/**
+ * Sends an API error. A `429` or `503` carries `Retry-After`: the error's `retryAfter`
+ * detail, else 1 s.
+ */
+export function sendApiError(reply: FastifyReply, apiError: RendezvousError): FastifyReply {
+  if (apiError.statusCode === 429 || apiError.statusCode === 503) {
+    const retryAfter = apiError.details.retryAfter;
+    void reply.header("retry-after", String(typeof retryAfter === "number" ? retryAfter : 1));
+  }
+  return reply.code(apiError.statusCode).send(apiError.toJSON());
 }
 
 /** The API error a thrown value answers with, and whether it is a server fault. */
@@ -38,7 +88,8 @@ export function toApiError(err: unknown, producerBody = true): RendezvousError {
     if (typeof fst.code === "string" && fst.code.startsWith("FST_ERR_CTP_")) {
       return new RendezvousError(badBody, undefined, { issues: [{ path: [], message: fst.message }] });
     }
-    if (isUnavailable(err)) return new RendezvousError("unavailable");
+    const trouble = redisTrouble(err);
+    if (trouble) return redisUnavailable(trouble);
     // Other fastify client errors (bad URL, aborted body…) are the client's fault.
     if (typeof fst.statusCode === "number" && fst.statusCode >= 400 && fst.statusCode < 500) {
       if (fst.statusCode === 413) return new RendezvousError("payload_too_large");
@@ -63,7 +114,7 @@ export function frameworkErrors(error: Error, _request: FastifyRequest, reply: F
     typeof code === "string" && URL_NAMES_NOTHING.has(code)
       ? new RendezvousError("not_found")
       : toApiError(error, false);
-  void reply.code(apiError.statusCode).send(apiError.toJSON());
+  void sendApiError(reply, apiError);
 }
 
 /** The most body bytes a 413 answer lets the client send after refusing them. */

@@ -12,7 +12,16 @@ export {
   readTenant,
   SIGNATURE_TOLERANCE_SEC,
 } from "./auth.js";
-export { frameworkErrors, isUnavailable, lingerAfterTooLarge, toApiError } from "./http-errors.js";
+export {
+  frameworkErrors,
+  isUnavailable,
+  lingerAfterTooLarge,
+  type RedisTrouble,
+  redisTrouble,
+  redisUnavailable,
+  sendApiError,
+  toApiError,
+} from "./http-errors.js";
 export { type EventOutcome, IngestSystem, type IngestSystemDeps, MAX_BATCH } from "./ingest.js";
 export { RateLimiter, type Take } from "./rate-limit.js";
 export { type IngestRoutesOptions, ingestRoutes } from "./routes.js";

@@ -27,7 +27,7 @@ import {
   type ProducerIdentity,
   readTenant,
 } from "./auth.js";
-import { lingerAfterTooLarge, toApiError } from "./http-errors.js";
+import { lingerAfterTooLarge, sendApiError, toApiError } from "./http-errors.js";
 import { type EventOutcome, IngestSystem, MAX_BATCH } from "./ingest.js";
 import { RateLimiter } from "./rate-limit.js";
 import { EventValidator, invalidEvent, parseJsonBody, poisonedPath } from "./validation.js";
@@ -85,7 +85,12 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
   app.setErrorHandler((err, request, reply) => {
     const producerRoute = request.method === "POST";
     const apiError = toApiError(err, producerRoute);
-    if (apiError.statusCode >= 500) {
+    if (apiError.code === "unavailable") {
+      logger.warn(
+        { err: (err as Error).message, reason: apiError.details.reason, url: request.url },
+        "store unavailable",
+      );
+    } else if (apiError.statusCode >= 500) {
       logger.error({ err, url: request.url, method: request.method }, "ingest request failed");
     }
     if (apiError.code === "unauthorized" || apiError.code === "payload_too_large") {
@@ -94,9 +99,7 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
       logger.debug({ code: apiError.code, claimed: request.headers["rendezvous-producer"] }, "request refused");
     }
     lingerAfterTooLarge(apiError, request, reply);
-    const retryAfter = apiError.details.retryAfter;
-    if (typeof retryAfter === "number") void reply.header("retry-after", String(retryAfter));
-    return reply.code(apiError.statusCode).send(apiError.toJSON());
+    return sendApiError(reply, apiError);
   });
 
   function authenticate(request: FastifyRequest): ProducerIdentity {

@@ -199,7 +199,10 @@ describe("failures", () => {
     const h = { app };
     const res = await publish(h, ev("d1"));
     expect(res.statusCode).toBe(503);
-    expect(res.json()).toEqual({ error: { code: "unavailable", message: "service unavailable" } });
+    expect(res.json()).toEqual({
+      error: { code: "unavailable", message: "redis unreachable", reason: "redis_down", retryAfter: 1 },
+    });
+    expect(res.headers["retry-after"]).toBe("1");
     const batch = await publishBatch(h, [ev("d2")]);
     expect(batch.statusCode).toBe(503);
     const read = await app.inject({ url: "/v1/events/billing/d1", headers: { authorization: "Bearer hk_acme" } });

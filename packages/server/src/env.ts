@@ -2,7 +2,7 @@
  * The environment, parsed once at boot (API.md, Starting it). A bad value stops
  * startup with the variable's name.
  */
-import { RendezvousError } from "@rendezvous/core";
+import { DEFAULT_COMMAND_TIMEOUT_MS, RendezvousError } from "@rendezvous/core";
 import { z } from "zod";
 
 export const Env = z.object({
@@ -56,6 +56,13 @@ export const Env = z.object({
    * @defaultValue 16384
    */
   RENDEZVOUS_MAX_HEADER_BYTES: z.coerce.number().int().min(1024).default(16_384),
+  /**
+   * Longest a Redis command of a request path waits for its answer, ms: past it the
+   * request is answered `503 unavailable` (`reason: "redis_timeout"`). Blocking reads
+   * (stream reads, BullMQ workers) have no such bound.
+   * @defaultValue 2500
+   */
+  RENDEZVOUS_REDIS_COMMAND_TIMEOUT_MS: z.coerce.number().int().min(50).max(600_000).default(DEFAULT_COMMAND_TIMEOUT_MS),
 });
 export type Env = z.infer<typeof Env>;
 

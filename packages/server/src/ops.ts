@@ -1,10 +1,11 @@
 /**
  * The operations routes every role serves: /healthz (process up), /readyz (Redis
- * reachable, roles running), /metrics (Prometheus). No credentials.
+ * takes writes, roles running), /metrics (Prometheus). No credentials.
  */
 import { execBatch, partitionBacklog, RendezvousError, type Resources } from "@rendezvous/core";
 import type { FastifyInstance } from "fastify";
 import { Gauge } from "prom-client";
+import { RedisReadiness } from "./readiness.js";
 
 export interface OpsOptions {
   res: Resources;
@@ -78,38 +79,21 @@ export function installStateGauges(res: Resources): void {
   });
 }
 
-/** Longest /readyz waits for Redis to answer PING. */
-const READY_PING_TIMEOUT_MS = 1000;
-
-/** Whether Redis answers PING now: false at once while the connection is down, never hangs. */
-async function redisReachable(res: Resources): Promise<boolean> {
-  if (!connected(res)) return false;
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), READY_PING_TIMEOUT_MS);
-  });
-  try {
-    const ping = res.redis.ping().then(
-      (reply) => reply === "PONG",
-      () => false,
-    );
-    return await Promise.race([ping, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 export async function opsRoutes(app: FastifyInstance, opts: OpsOptions): Promise<void> {
   installStateGauges(opts.res);
   app.get("/healthz", async () => ({ status: "ok" }));
+  const readiness = new RedisReadiness(opts.res);
   app.get("/readyz", async (_req, reply) => {
-    const redis = await redisReachable(opts.res);
+    const redis = await readiness.check();
     const running = opts.running();
-    if (redis && running) return { status: "ready", roles: opts.roles };
-    const err = new RendezvousError("unavailable", redis ? "roles not running" : "redis unreachable", {
-      redis,
-      roles: running,
-    });
+    if (redis.ok && running) return { status: "ready", roles: opts.roles };
+    const err = redis.ok
+      ? new RendezvousError("unavailable", "roles not running", { redis: true, roles: running })
+      : new RendezvousError("unavailable", "redis does not take writes", {
+          redis: false,
+          roles: running,
+          reason: redis.reason,
+        });
     return reply.code(err.statusCode).send(err.toJSON());
   });
   app.get("/metrics", async (_req, reply) => {

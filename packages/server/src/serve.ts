@@ -67,7 +67,13 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
     log.info({ redis: redisUrl, dir: embedded.dir, pid: embedded.pid }, "embedded redis-server started (AOF on)");
   }
 
-  const res = createResources({ redisUrl, config, prefix: env.RENDEZVOUS_PREFIX, logger: log });
+  const res = createResources({
+    redisUrl,
+    config,
+    prefix: env.RENDEZVOUS_PREFIX,
+    logger: log,
+    commandTimeoutMs: env.RENDEZVOUS_REDIS_COMMAND_TIMEOUT_MS,
+  });
   try {
     await ensurePartitionCount(res.store);
     const workerRoles: WorkerRole[] = kind === "start" ? [...WORKER_ROLES] : kind === "api" ? [] : [kind];

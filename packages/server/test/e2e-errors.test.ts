@@ -400,14 +400,16 @@ describe("api alone on a private redis-server: pending, backlog, deliver past de
     await sleep(300);
     const started = Date.now();
     const ready = await request(server.url, "GET", "/readyz");
-    expectError(ready, 503, "unavailable");
-    expectError(await host.get("/v1/waits/w1.anything"), 503, "unavailable");
-    expectError(await host.get("/v1/waits"), 503, "unavailable");
-    expectError(
+    expect(expectError(ready, 503, "unavailable")).toMatchObject({ redis: false, reason: "redis_down" });
+    // not connected: answered at once by the API's hook, `redis_down` with Retry-After
+    for (const r of [
+      await host.get("/v1/waits/w1.anything"),
+      await host.get("/v1/waits"),
       await billing.post("/v1/events", { id: uid("u"), type: "job.done", correlationId: "c" }),
-      503,
-      "unavailable",
-    );
+    ]) {
+      expect(expectError(r, 503, "unavailable").reason).toBe("redis_down");
+      expect(r.headers.get("retry-after")).toBe("1");
+    }
     expectError(await request(server.url, "GET", "/readyz"), 503, "unavailable");
     expect(Date.now() - started).toBeLessThan(10_000); // answered, not queued behind reconnection attempts
     expect((await request(server.url, "GET", "/healthz")).status).toBe(200);

@@ -6,7 +6,15 @@
  */
 import fastifySwagger from "@fastify/swagger";
 import { RendezvousError, type Resources } from "@rendezvous/core";
-import { frameworkErrors, indexCredentials, ingestRoutes, lingerAfterTooLarge, toApiError } from "@rendezvous/ingest";
+import {
+  frameworkErrors,
+  indexCredentials,
+  ingestRoutes,
+  lingerAfterTooLarge,
+  redisUnavailable,
+  sendApiError,
+  toApiError,
+} from "@rendezvous/ingest";
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, LogController } from "fastify";
 import {
   hasZodFastifySchemaValidationErrors,
@@ -109,11 +117,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     } else {
       apiError = toApiError(err, false);
     }
-    if (apiError.statusCode >= 500) {
+    if (apiError.code === "unavailable") {
+      // Redis trouble is not a bug; under a frozen Redis every request ends here
+      request.log.warn({ err: err.message, reason: apiError.details.reason, url: request.url }, "store unavailable");
+    } else if (apiError.statusCode >= 500) {
       request.log.error({ err, url: request.url, method: request.method }, "request failed");
     }
     lingerAfterTooLarge(apiError, request, reply);
-    return reply.code(apiError.statusCode).send(apiError.toJSON());
+    return sendApiError(reply, apiError);
   });
   app.setNotFoundHandler((_request, reply) => {
     const err = new RendezvousError("not_found", "no such route");
@@ -137,12 +148,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     });
     const credentials = indexCredentials(res.config);
     await app.register(async (api) => {
-      // Without a Redis connection a command would wait in the offline queue through every
-      // reconnection attempt (tens of seconds): answer `503 unavailable` at once instead.
+      // Without a Redis connection a command would wait in the offline queue (until the
+      // command timeout): answer `503 unavailable` (`redis_down`) at once, nothing sent.
       api.addHook("onRequest", async (_request, reply) => {
         if (res.redis.status === "ready") return;
-        const err = new RendezvousError("unavailable", "redis unreachable");
-        return reply.code(err.statusCode).header("retry-after", "1").send(err.toJSON());
+        return sendApiError(reply, redisUnavailable("redis_down"));
       });
       await api.register(ingestRoutes, {
         store: res.store,

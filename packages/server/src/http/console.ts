@@ -10,7 +10,7 @@ import fastifyHelmet, { type FastifyHelmetOptions } from "@fastify/helmet";
 import fastifyStatic from "@fastify/static";
 import { consoleBuilt, consoleDir } from "@rendezvous/console";
 import { RendezvousError, type Resources } from "@rendezvous/core";
-import type { CredentialIndex } from "@rendezvous/ingest";
+import { type CredentialIndex, redisUnavailable, sendApiError } from "@rendezvous/ingest";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { consoleApi } from "./console-api.js";
 import { startSampler } from "./console-stats.js";
@@ -77,8 +77,7 @@ export const consoleRoutes: FastifyPluginAsync<ConsoleOptions> = async (app, opt
     async (api) => {
       api.addHook("onRequest", async (_request, reply) => {
         if (res.redis.status === "ready") return;
-        const err = new RendezvousError("unavailable", "redis unreachable");
-        return reply.code(err.statusCode).header("retry-after", "1").send(err.toJSON());
+        return sendApiError(reply, redisUnavailable("redis_down"));
       });
       await api.register(consoleApi, { res, credentials: opts.credentials, sampler, boardPath: opts.boardPath });
       api.setNotFoundHandler((_request, reply) => {

@@ -17,6 +17,7 @@ import {
   Wait,
   WaitSpec,
   WaitState,
+  withinCommandTimeout,
 } from "@rendezvous/core";
 import { authenticateHost, type CredentialIndex, type HostIdentity, readTenant } from "@rendezvous/ingest";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
@@ -101,7 +102,12 @@ export const hostRoutes: FastifyPluginAsyncZod<HostRoutesOptions> = async (app, 
       const tenant = readTenant(who(request), request.query.tenant, config.tenants);
       const { created, wait } = await store.register(tenant, request.body);
       if (created && wait.state === "waiting" && wait.deadline && opts.scheduleTimeout) {
-        await opts.scheduleTimeout(store.keys.waitPartition(wait.id) as number, Date.parse(wait.deadline));
+        // The queue's connection is a blocking one (no command timeout of its own): bound it
+        // here. A job not added is re-created by the scheduler's sweep of the deadlines.
+        await withinCommandTimeout(
+          res.commandTimeoutMs,
+          opts.scheduleTimeout(store.keys.waitPartition(wait.id) as number, Date.parse(wait.deadline)),
+        );
       }
       return reply.code(created ? 201 : 200).send({ wait });
     },
