@@ -1,5 +1,5 @@
 /**
- * The `rendezvous` command line (API.md, Starting it).
+ * The `rendezvous` command line (docs/api.md, Starting it).
  */
 import { createLogger, isRendezvousError, type Logger, loadConfigFile, parseConfig } from "@rendezvous/core";
 import { Command, Option } from "commander";
