@@ -52,6 +52,7 @@ export {
 } from "./redis.js";
 export {
   freePort,
+  isPortFree,
   type RedisServer,
   RedisServerMissing,
   type RedisServerOptions,
