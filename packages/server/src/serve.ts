@@ -122,7 +122,10 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
       { roles: names, url, prefix: env.RENDEZVOUS_PREFIX, queuePrefix: res.queuePrefix, cluster: res.cluster },
       `rendezvous ${names.join("+")} listening on ${url}`,
     );
-    if (created) process.stdout.write(describeDevConfig(created.path, JSON.parse(JSON.stringify(config)), url));
+    if (created) {
+      const redis = embedded && { url: embedded.url, file: embedded.urlFile };
+      process.stdout.write(describeDevConfig(created.path, JSON.parse(JSON.stringify(config)), url, redis));
+    }
 
     let stopping: Promise<void> | undefined;
     return {

@@ -8,7 +8,16 @@
  * refused in one line before anything starts. "One redis-server per data dir" is read from
  * /proc: redis-server chdirs into its dir, so its /proc/<pid>/cwd names it.
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync } from "node:fs";
+import {
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -19,6 +28,7 @@ import { LISTENING } from "./e2e-helpers.js";
 
 const dataDir = mkdtempSync(join(tmpdir(), "rdv-embedded-"));
 const otherDir = mkdtempSync(join(tmpdir(), "rdv-embedded-port-"));
+const deadDir = mkdtempSync(join(tmpdir(), "rdv-embedded-dead-"));
 const urlFile = join(dataDir, "redis.url");
 const lockFile = join(dataDir, "start.lock");
 const prefix = uniquePrefix("emb");
@@ -102,6 +112,7 @@ afterAll(async () => {
   }
   rmSync(dataDir, { recursive: true, force: true });
   rmSync(otherDir, { recursive: true, force: true });
+  rmSync(deadDir, { recursive: true, force: true });
 }, 60_000);
 
 describe("rendezvous start: the embedded Redis's address and the data-dir lock", () => {
@@ -113,6 +124,8 @@ describe("rendezvous start: the embedded Redis's address and the data-dir lock",
     expect(readFileSync(urlFile, "utf8")).toBe(`${first.redis}\n`);
     expect(readFileSync(lockFile, "utf8").trim()).toBe(String(first.proc.pid));
     expect(redisServersIn(join(dataDir, "redis"))).toEqual([first.redisPid]);
+    // the first start's banner (it created the dev config) names it too
+    expect(first.proc.output()).toContain(`  redis           ${first.redis} (while it runs, also in ${urlFile})`);
   }, 60_000);
 
   it("a second start on the same data dir refuses in one stderr line and starts nothing", async () => {
@@ -186,6 +199,18 @@ describe("rendezvous start: the embedded Redis's address and the data-dir lock",
     await after.quit();
     expect(await next.proc.terminate()).toEqual({ code: 0, signal: null });
   }, 90_000);
+});
+
+describe("rendezvous doctor: a recorded embedded Redis that does not answer", () => {
+  it("says so in one stderr line and exits 1", async () => {
+    const url = `redis://127.0.0.1:${await freePort()}`;
+    writeFileSync(join(deadDir, "redis.url"), `${url}\n`);
+    const doctor = cli(["doctor", "--data-dir", deadDir]);
+    expect((await doctor.exited).code).toBe(1);
+    expect(stderrLines(doctor)).toEqual([
+      `rendezvous: the embedded Redis recorded in ${join(deadDir, "redis.url")} (${url}) does not answer: is \`rendezvous start\` still running on ${deadDir}?`,
+    ]);
+  }, 60_000);
 });
 
 describe("rendezvous start: a taken HTTP port", () => {
