@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # One image for every role: `docker run IMAGE start|api|matcher|scheduler|dispatcher|doctor`.
 # Build stage: full install (dev tools: TypeScript, turbo) and `npm run build` → packages/*/dist.
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY packages/core/package.json packages/core/
@@ -20,7 +20,7 @@ COPY packages packages
 RUN npm run build
 
 # Runtime stage: production dependencies only, the compiled packages, non-root.
-FROM node:20-bookworm-slim AS runtime
+FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=8080 \

@@ -52,7 +52,7 @@ function kindOf(key: string, prefix: string): string {
   return "other";
 }
 
-const LONG_KEPT = /^q:continuations\./; // completed continuation jobs are kept 24 h (API.md)
+const LONG_KEPT = /^q:continuations\./; // completed continuation jobs are kept 24 h (docs/api.md)
 
 const SIZE: Record<string, string> = { hash: "hlen", zset: "zcard", stream: "xlen", list: "llen", set: "scard" };
 

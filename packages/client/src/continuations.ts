@@ -9,7 +9,7 @@ import type { Wait } from "@rendezvous/core";
 import { type ConnectionOptions, Worker } from "bullmq";
 import type { HostClient } from "./host.js";
 
-/** BullMQ queue of a tenant's continuations (API.md, Continuations). */
+/** BullMQ queue of a tenant's continuations (docs/api.md, Continuations). */
 export function continuationQueue(tenant: string): string {
   return `continuations.${tenant}`;
 }

@@ -1,5 +1,5 @@
 /**
- * A typed host client for the wait API (API.md, Waits and Direct delivery): the
+ * A typed host client for the wait API (docs/api.md, Waits and Direct delivery): the
  * calls a workflow engine or agent runtime makes, and the reads operators make.
  */
 import type { EventRecord, Explanation, Wait, WaitSpec, WaitState } from "@rendezvous/core";

@@ -33,7 +33,7 @@ export type BatchResult =
   | { status: "accepted" | "duplicate"; event: EventRecord }
   | { status: "rejected"; error: ApiErrorBody };
 
-/** Most events in one batch (API.md). */
+/** Most events in one batch (docs/api.md). */
 export const MAX_BATCH = 500;
 
 function retryAfterMs(res: Response): number | undefined {

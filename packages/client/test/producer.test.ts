@@ -180,7 +180,7 @@ describe("ProducerClient (real port)", () => {
     expect(error).toBeInstanceOf(RendezvousNetworkError);
   });
 
-  it("signs as API.md says and backs off within bounds", () => {
+  it("signs as docs/api.md says and backs off within bounds", () => {
     const v1 = createHmac("sha256", "s").update('1700000000.{"a":1}').digest("hex");
     expect(signatureHeader("s", '{"a":1}', 1_700_000_000_999)).toBe(`t=1700000000,v1=${v1}`);
     for (let n = 0; n < 10; n++) {

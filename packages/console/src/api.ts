@@ -58,7 +58,7 @@ export function query(params: Record<string, string | number | undefined | null>
   return s ? `?${s}` : "";
 }
 
-// ---------------------------------------------------------------- shapes (API.md)
+// ---------------------------------------------------------------- shapes (docs/api.md)
 
 // The API's own types, from core (type-only: nothing of core reaches the bundle).
 export type { EventRecord, EventRef, NearMiss, RecentRejection, Rejection, Wait, WaitState };

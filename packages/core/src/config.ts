@@ -45,7 +45,7 @@ export const EventTypeConfig = z.strictObject({
 });
 export type EventTypeConfig = z.infer<typeof EventTypeConfig>;
 
-/** The config file (API.md, Config file). */
+/** The config file (docs/api.md, Config file). */
 export const Config = z.strictObject({
   /**
    * Partition count; set once per deployment.

@@ -1,6 +1,6 @@
 /**
  * The one error catalogue of rendezvous. Every code reachable over HTTP is an
- * API.md code with its status; a test checks the catalogue and API.md agree.
+ * docs/api.md code with its status; a test checks the catalogue and docs/api.md agree.
  */
 export const errorCatalogue = {
   /** thrown when a credential is missing, unknown or its signature does not verify */
@@ -51,7 +51,7 @@ export class RendezvousError extends Error {
     this.details = details;
   }
 
-  /** The API.md error body. */
+  /** The docs/api.md error body. */
   toJSON(): { error: { code: ErrorCode; message: string } & Record<string, unknown> } {
     return { error: { code: this.code, message: this.message, ...this.details } };
   }

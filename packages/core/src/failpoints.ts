@@ -1,5 +1,5 @@
 /**
- * Failpoints for crash tests (API.md): `RENDEZVOUS_FAILPOINTS="name=crash[,name=crash]"`
+ * Failpoints for crash tests (docs/api.md): `RENDEZVOUS_FAILPOINTS="name=crash[,name=crash]"`
  * makes the process SIGKILL itself when it reaches that point. Parsed once; without
  * the variable `failpoint` is a no-op function.
  */

@@ -56,6 +56,7 @@ export {
 } from "./redis.js";
 export {
   freePort,
+  isPortFree,
   type RedisServer,
   RedisServerMissing,
   type RedisServerOptions,

@@ -252,7 +252,7 @@ export interface Explanation {
 }
 
 /**
- * Why a wait is where it is (API.md, explain). For a pending wait: `backlog` when
+ * Why a wait is where it is (docs/api.md, explain). For a pending wait: `backlog` when
  * its partition holds unprocessed events older than the threshold (takes
  * precedence), else `rejected_signal` when an event of its match key was refused,
  * else `correlation_mismatch` when near-miss events are buffered, else `no_signal`.

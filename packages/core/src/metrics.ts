@@ -10,7 +10,7 @@ export interface Metrics {
   readonly eventsAccepted: Counter<"tenant">;
   /** events answered as duplicates, by tenant */
   readonly eventsDuplicate: Counter<"tenant">;
-  /** events refused, by reason (an API.md error code) */
+  /** events refused, by reason (an docs/api.md error code) */
   readonly eventsRejected: Counter<"reason">;
   /** waits settled, by kind (event, timeout, cancel, deliver) and tenant */
   readonly resolutions: Counter<"kind" | "tenant">;

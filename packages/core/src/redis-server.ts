@@ -65,6 +65,16 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** Whether a TCP listener could bind `host:port` now (nothing else holds it). */
+export function isPortFree(port: number, host = "127.0.0.1"): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.unref();
+    srv.once("error", () => resolve(false));
+    srv.listen({ port, host, exclusive: true }, () => srv.close(() => resolve(true)));
+  });
+}
+
 function ping(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const sock = createConnection({ host: "127.0.0.1", port });

@@ -137,7 +137,7 @@ export const InputObject = ParsedObject.superRefine((value, ctx) => {
   if (bad) ctx.addIssue({ code: "custom", message: bad.message, path: bad.path });
 });
 
-/** The event envelope a producer sends (API.md, Events). */
+/** The event envelope a producer sends (docs/api.md, Events). */
 export const EventInput = z.strictObject({
   id: EventId,
   type: EventType,

@@ -72,7 +72,7 @@ export type IngestResult =
 export interface Rejection {
   producer: string;
   eventId: string | null;
-  /** an error code of API.md: invalid_event, forbidden_event_type, unauthorized, … */
+  /** an error code of docs/api.md: invalid_event, forbidden_event_type, unauthorized, … */
   reason: string;
   detail: string | null;
   at: string;
@@ -650,7 +650,7 @@ export class Store {
   }
 
   /**
-   * Resolves waiting waits of the tenant directly (API.md, Direct delivery).
+   * Resolves waiting waits of the tenant directly (docs/api.md, Direct delivery).
    * Without a correlation id every partition is asked (one pipelined round trip);
    * more than one candidate without `all` is refused and nothing is resolved.
    * @throws RendezvousError ambiguous

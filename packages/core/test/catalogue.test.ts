@@ -6,7 +6,7 @@ const apiPath = new URL("../../../docs/api.md", import.meta.url);
 const docsPath = new URL("../../../docs/errors.md", import.meta.url);
 
 describe("error catalogue", () => {
-  it("has every API.md error code with its status", () => {
+  it("has every docs/api.md error code with its status", () => {
     expect(existsSync(apiPath), "docs/api.md").toBe(true);
     const api = readFileSync(apiPath, "utf8");
     const documented = [...api.matchAll(/`([a-z_]+)` (\d{3})/g)].map((m) => [m[1] as string, Number(m[2])] as const);

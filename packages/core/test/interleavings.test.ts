@@ -3,7 +3,7 @@
  * timeout / cancel / consume over a few match keys and run positions, against a real
  * Redis. A small model of the expected state is kept next to the Store; after EVERY
  * step the real waits and events are read back and checked against the model and
- * against the invariants of DESIGN.md:
+ * against the invariants of docs/architecture.md (Transitions):
  *
  *   1. a wait changes state at most once: once it leaves `waiting`, its state and
  *      resolution never change again;
@@ -236,7 +236,7 @@ function pickWait(model: Model, n: number, prefer: (w: ModelWait) => boolean): M
 }
 
 /**
- * DESIGN.md, match: "if nothing matched, buffer the event in the inbox". An event whose
+ * docs/architecture.md, matchEvent: "if nothing matched, the event is buffered in the inbox". An event whose
  * match resolved no wait stays available to a later registration (until one takes it),
  * whether or not it was also recorded as late for a settled wait of its match key.
  */
@@ -445,7 +445,7 @@ async function runStep(h: Harness, model: Model, op: Op): Promise<string> {
         if (ev) {
           const [again] = await store.match(ev.partition, [{ streamId: ev.streamId, eventKey: ev.eventKey }]);
           const label = `re-match ${eventName(ev)} (${ev.streamId})`;
-          // DESIGN.md: "Re-running it for the same entry is a no-op that returns what it did the first time."
+          // docs/architecture.md, matchEvent: "Re-running it for the same entry is a no-op that returns what it did the first time."
           expect(again, `${label}: returns what the first match returned`).toEqual(ev.firstMatch);
           note(`re-match: first ${ev.firstMatch?.status}, now ${ev.status}`);
           return `${label} → ${again?.status}`;
@@ -863,7 +863,7 @@ describe("interleavings: minimal cases", () => {
     h.tick(5);
     const { wait } = await h.store.register(TENANT, spec("run-1"));
     expect(wait.resolution?.event?.id).toBe("e1");
-    // DESIGN.md: "Re-running it for the same entry is a no-op that returns what it did the first time."
+    // docs/architecture.md, matchEvent: "Re-running it for the same entry is a no-op that returns what it did the first time."
     const [again] = await h.store.match(e1.partition, [e1.entry]);
     expect(again).toEqual(first);
   });
@@ -882,7 +882,7 @@ describe("interleavings: minimal cases", () => {
     const [r2] = await h.store.match(e2.partition, [e2.entry]);
     expect(r2).toMatchObject({ matched: [], late: [step1.wait.id] });
     h.tick(10);
-    // DESIGN.md, match: "if nothing matched, buffer the event in the inbox for the retention period"
+    // docs/architecture.md, matchEvent: "if nothing matched, the event is buffered in the inbox for the retention period"
     const step2 = await h.store.register(TENANT, spec("run-1", { position: "step-2", since }));
     expect(step2.wait.state).toBe("resolved");
     expect(step2.wait.resolution?.event?.id).toBe("e2");

@@ -9,7 +9,7 @@
 import type { EventRecord } from "@rendezvous/core";
 import type { EventOutcome } from "./ingest.js";
 
-/** One result of a batch answer, as API.md shows it. */
+/** One result of a batch answer, as docs/api.md shows it. */
 export function batchResult(outcome: EventOutcome) {
   if (outcome.status !== "rejected") return outcome;
   return { status: "rejected", error: outcome.error.toJSON().error };

@@ -2,7 +2,7 @@
  * Credentials: who is calling, taken from the credential only (never from a body).
  *
  * - producers: `Rendezvous-Producer: <tenant>/<producer>` plus a bearer key or an
- *   HMAC-SHA256 signature over `"<t>.<raw body>"` (API.md, Authentication);
+ *   HMAC-SHA256 signature over `"<t>.<raw body>"` (docs/api.md, Authentication);
  * - hosts: `Authorization: Bearer <hostKey>` (the key's tenant) or the admin token.
  *
  * Every failure is the same `unauthorized` error: no hint of which part failed.

@@ -1,5 +1,5 @@
 /**
- * The producer routes (API.md, Events) as one encapsulated fastify plugin:
+ * The producer routes (docs/api.md, Events) as one encapsulated fastify plugin:
  * `POST /v1/events`, `POST /v1/events/batch`, `GET /v1/events/:producer/:eventId`.
  *
  * Bodies arrive as raw bytes (signatures cover them), bounded by `maxPayloadBytes`

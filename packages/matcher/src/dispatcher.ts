@@ -11,7 +11,7 @@ import { DISPATCHER_GROUP, failpoint, type RedisLike, type Resources, type Wait 
 import { type Job, Queue, Worker } from "bullmq";
 import { ConsumerLoop, type StreamEntry } from "./consumer-loop.js";
 
-/** Queue of a tenant's continuations (API.md, Continuations). */
+/** Queue of a tenant's continuations (docs/api.md, Continuations). */
 export function continuationQueueName(tenant: string): string {
   return `continuations.${tenant}`;
 }

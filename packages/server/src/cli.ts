@@ -1,16 +1,25 @@
 /**
- * The `rendezvous` command line (API.md, Starting it).
+ * The `rendezvous` command line (docs/api.md, Starting it).
  */
-import { createLogger, isRendezvousError, type Logger, loadConfigFile, parseConfig } from "@rendezvous/core";
+import {
+  createLogger,
+  isRendezvousError,
+  type Logger,
+  loadConfigFile,
+  parseConfig,
+  RedisServerMissing,
+} from "@rendezvous/core";
 import { Command, Option } from "commander";
-import { runDoctor } from "./doctor.js";
+import { doctorTarget, runDoctor } from "./doctor.js";
 import { parseEnv } from "./env.js";
 import { addOperatorCommands } from "./operator.js";
+import { isStartRefused } from "./refusal.js";
 import { type ProcessKind, type ServeFlags, serve } from "./serve.js";
 
 function fail(logger: Logger | undefined, err: unknown): never {
   const message = isRendezvousError(err) ? err.message : err instanceof Error ? err.message : String(err);
-  logger?.fatal({ err }, message);
+  // a refusal (data dir in use, port taken, no redis-server) is the one line below, no stack
+  if (!isStartRefused(err) && !(err instanceof RedisServerMissing)) logger?.fatal({ err }, message);
   process.stderr.write(`rendezvous: ${message}\n`);
   process.exit(1);
 }
@@ -74,20 +83,31 @@ export function buildProgram(): Command {
       run(role, flags),
     );
   }
-  serverOptions(program.command("doctor").description("check Redis: version, AOF, noeviction, partition count"))
+  serverOptions(
+    program
+      .command("doctor")
+      .description(
+        "check Redis: version, AOF, noeviction, partition count; without a Redis URL, the embedded Redis of `start`",
+      ),
+  )
+    .addOption(
+      new Option("--data-dir <dir>", "data dir of the `start` whose embedded Redis to check").default(".rendezvous"),
+    )
     .option("--json", "machine-readable output")
     .action(async (flags: ServeFlags & { json?: boolean }) => {
       try {
         const env = parseEnv();
-        const config =
-          (flags.config ?? env.RENDEZVOUS_CONFIG)
-            ? loadConfigFile((flags.config ?? env.RENDEZVOUS_CONFIG) as string)
-            : parseConfig({});
-        const redisUrl = flags.redisUrl ?? env.REDIS_URL ?? "redis://127.0.0.1:6379";
-        const checks = await runDoctor(redisUrl, config, env.RENDEZVOUS_PREFIX);
+        const target = doctorTarget(flags, env);
+        const configPath = flags.config ?? env.RENDEZVOUS_CONFIG ?? target.config;
+        const config = configPath ? loadConfigFile(configPath) : parseConfig({});
+        const redisUrl = target.url;
+        const checks = await runDoctor(redisUrl, config, env.RENDEZVOUS_PREFIX).catch((err: unknown) => {
+          throw target.unreachable?.() ?? err;
+        });
         const ok = checks.every((c) => c.ok);
         if (flags.json) process.stdout.write(`${JSON.stringify({ ok, redis: redisUrl, checks }, null, 2)}\n`);
         else {
+          process.stdout.write(`${target.describe}\n`);
           for (const c of checks) {
             process.stdout.write(
               `${c.ok ? "ok  " : "FAIL"}  ${c.name.padEnd(17)} ${c.value}${c.ok ? "" : `  — ${c.advice}`}\n`,

@@ -31,8 +31,16 @@ export function ensureDevConfig(path: string): { created: boolean; config: Confi
   return { created: true, config };
 }
 
-/** The lines printed once when the dev config is created (the keys, on purpose). */
-export function describeDevConfig(path: string, config: ConfigInput, url: string): string {
+/**
+ * The lines printed once when the dev config is created (the keys, on purpose), and where
+ * the embedded Redis is when there is one.
+ */
+export function describeDevConfig(
+  path: string,
+  config: ConfigInput,
+  url: string,
+  redis?: { url: string; file: string },
+): string {
   const demo = config.tenants?.demo;
   const producer = demo?.producers?.demo;
   return [
@@ -43,6 +51,7 @@ export function describeDevConfig(path: string, config: ConfigInput, url: string
     `  producer        demo/demo`,
     `  producer key    ${producer?.keys?.[0]}`,
     `  producer secret ${producer?.secrets?.[0]}`,
+    ...(redis ? [`  redis           ${redis.url} (while it runs, also in ${redis.file})`] : []),
     `Try: curl -s -X POST ${url}/v1/events -H 'content-type: application/json' \\`,
     `       -H 'Rendezvous-Producer: demo/demo' -H 'Authorization: Bearer ${producer?.keys?.[0]}' \\`,
     `       -d '{"id":"evt-1","type":"job.done","correlationId":"job-1","payload":{}}'`,

@@ -1,9 +1,55 @@
 /**
  * `rendezvous doctor`: checks the Redis a deployment runs on (each master of a
- * cluster). Exit 1 on a problem.
+ * cluster); without a Redis URL, the embedded Redis of `rendezvous start` (its address
+ * file in the data dir). Exit 1 on a problem.
  */
+import { existsSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { type Config, createRedis, isCluster, KeyLayout, Store, storedPartitionCount } from "@rendezvous/core";
 import type { Redis } from "ioredis";
+import { REDIS_URL_FILE, readEmbeddedRedisUrl } from "./embedded-redis.js";
+import { StartRefused } from "./refusal.js";
+
+/** Which Redis doctor checks, and how to say so. */
+export interface DoctorTarget {
+  url: string;
+  /** the first line of the text output */
+  describe: string;
+  /** the config of the `start` that runs this Redis, when doctor was given none */
+  config?: string;
+  /** the refusal to report when this Redis does not answer */
+  unreachable?: () => StartRefused;
+}
+
+/**
+ * `--redis-url`, else `REDIS_URL`, else the embedded Redis recorded in
+ * `<data-dir>/redis.url` (with the dev config beside it); StartRefused when none runs.
+ */
+export function doctorTarget(
+  flags: { redisUrl?: string; dataDir?: string },
+  env: { REDIS_URL?: string },
+): DoctorTarget {
+  if (flags.redisUrl) return { url: flags.redisUrl, describe: "checking the Redis of --redis-url" };
+  if (env.REDIS_URL) return { url: env.REDIS_URL, describe: "checking the Redis of REDIS_URL" };
+  const dataDir = resolve(flags.dataDir ?? ".rendezvous");
+  const file = join(dataDir, REDIS_URL_FILE);
+  const url = readEmbeddedRedisUrl(dataDir);
+  if (!url) {
+    throw new StartRefused(
+      `no embedded Redis is running: no ${file} (run \`rendezvous start\`, or check another Redis with --redis-url or REDIS_URL)`,
+    );
+  }
+  const config = join(dataDir, "config.json");
+  return {
+    url,
+    describe: `checking the embedded Redis at ${url} (from ${file})`,
+    config: existsSync(config) ? config : undefined,
+    unreachable: () =>
+      new StartRefused(
+        `the embedded Redis recorded in ${file} (${url}) does not answer: is \`rendezvous start\` still running on ${dataDir}?`,
+      ),
+  };
+}
 
 export interface Check {
   name: string;

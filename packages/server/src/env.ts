@@ -1,5 +1,5 @@
 /**
- * The environment, parsed once at boot (API.md, Starting it). A bad value stops
+ * The environment, parsed once at boot (docs/api.md, Starting it). A bad value stops
  * startup with the variable's name.
  */
 import { DEFAULT_COMMAND_TIMEOUT_MS, RendezvousError } from "@rendezvous/core";

@@ -13,15 +13,16 @@ import {
   type Logger,
   loadConfigFile,
   parseConfig,
-  type RedisServer,
-  startRedisServer,
 } from "@rendezvous/core";
 import { continuationQueueName, WEBHOOK_QUEUE } from "@rendezvous/matcher";
 import { Scheduler, TIMEOUT_QUEUE } from "@rendezvous/scheduler";
+import { type DataDirLock, lockDataDir } from "./data-dir-lock.js";
 import { describeDevConfig, ensureDevConfig } from "./dev-config.js";
+import { type EmbeddedRedis, startEmbeddedRedis } from "./embedded-redis.js";
 import { parseEnv } from "./env.js";
 import { buildApp } from "./http/app.js";
-import { startRoles, WORKER_ROLES, type WorkerRole } from "./roles.js";
+import { ensurePortFree, listenRefusal } from "./http-port.js";
+import { type RunningRoles, startRoles, WORKER_ROLES, type WorkerRole } from "./roles.js";
 
 export type ProcessKind = "start" | "api" | WorkerRole;
 
@@ -50,21 +51,46 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
   const env = parseEnv();
   const log = logger ?? createLogger({ level: env.LOG_LEVEL });
   const dataDir = resolve(flags.dataDir ?? ".rendezvous");
+  let redisUrl = flags.redisUrl ?? env.REDIS_URL;
+  if (!redisUrl && kind !== "start")
+    throw new Error("no Redis: pass --redis-url or set REDIS_URL (only `start` embeds one)");
+  const serveApi = kind === "start" || kind === "api";
+  const port = Number(flags.port ?? env.RENDEZVOUS_PORT ?? env.PORT ?? (serveApi ? DEFAULT_API_PORT : 0));
+  const host = flags.host ?? env.HOST ?? "127.0.0.1";
+  // Refused before anything starts: an embedded Redis's data dir is one start's at a time,
+  // and a taken HTTP port is said now, not after Redis and the roles came up.
+  const lock: DataDirLock | undefined = redisUrl ? undefined : lockDataDir(dataDir);
+  let embedded: EmbeddedRedis | undefined;
+  const cleanUp = async () => {
+    await embedded?.stop();
+    lock?.release();
+  };
+  try {
+    await ensurePortFree(host, port);
+  } catch (err) {
+    await cleanUp();
+    throw err;
+  }
   let configPath = flags.config ?? env.RENDEZVOUS_CONFIG;
   let created: { path: string } | undefined;
   if (!configPath && kind === "start") {
     configPath = resolve(dataDir, "config.json");
     if (ensureDevConfig(configPath).created) created = { path: configPath };
   }
-  const config = loadConfig(configPath);
-
-  let redisUrl = flags.redisUrl ?? env.REDIS_URL;
-  let embedded: RedisServer | undefined;
-  if (!redisUrl) {
-    if (kind !== "start") throw new Error("no Redis: pass --redis-url or set REDIS_URL (only `start` embeds one)");
-    embedded = await startRedisServer({ dir: resolve(dataDir, "redis"), aof: true, fsync: "everysec" });
-    redisUrl = embedded.url;
-    log.info({ redis: redisUrl, dir: embedded.dir, pid: embedded.pid }, "embedded redis-server started (AOF on)");
+  let config: Config;
+  try {
+    config = loadConfig(configPath);
+    if (!redisUrl) {
+      embedded = await startEmbeddedRedis(dataDir, log);
+      redisUrl = embedded.url;
+      log.info(
+        { redis: redisUrl, dir: embedded.dir, pid: embedded.pid, urlFile: embedded.urlFile },
+        `embedded redis-server started at ${redisUrl} (AOF on; address in ${embedded.urlFile})`,
+      );
+    }
+  } catch (err) {
+    await cleanUp();
+    throw err;
   }
 
   const res = createResources({
@@ -74,11 +100,12 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
     logger: log,
     commandTimeoutMs: env.RENDEZVOUS_REDIS_COMMAND_TIMEOUT_MS,
   });
+  let started: RunningRoles | undefined;
   try {
     await ensurePartitionCount(res.store);
     const workerRoles: WorkerRole[] = kind === "start" ? [...WORKER_ROLES] : kind === "api" ? [] : [kind];
-    const serveApi = kind === "start" || kind === "api";
     const roles = await startRoles(res, workerRoles);
+    started = roles;
     // the API schedules timeout jobs of new waits; without a local scheduler role it uses a queue-only one
     const planner = roles.scheduler ?? (serveApi ? new Scheduler(res) : undefined);
     const names = serveApi ? ["api", ...workerRoles] : [...workerRoles];
@@ -96,14 +123,15 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
         maxHeaderBytes: env.RENDEZVOUS_MAX_HEADER_BYTES,
       },
     });
-    const port = Number(flags.port ?? env.RENDEZVOUS_PORT ?? env.PORT ?? (serveApi ? DEFAULT_API_PORT : 0));
-    const host = flags.host ?? env.HOST ?? "127.0.0.1";
     const url = await app.listen({ host, port, backlog: env.RENDEZVOUS_LISTEN_BACKLOG });
     log.info(
       { roles: names, url, prefix: env.RENDEZVOUS_PREFIX, queuePrefix: res.queuePrefix, cluster: res.cluster },
       `rendezvous ${names.join("+")} listening on ${url}`,
     );
-    if (created) process.stdout.write(describeDevConfig(created.path, JSON.parse(JSON.stringify(config)), url));
+    if (created) {
+      const redis = embedded && { url: embedded.url, file: embedded.urlFile };
+      process.stdout.write(describeDevConfig(created.path, JSON.parse(JSON.stringify(config)), url, redis));
+    }
 
     let stopping: Promise<void> | undefined;
     return {
@@ -115,15 +143,16 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
           await roles.stop();
           if (planner && planner !== roles.scheduler) await planner.stop();
           await res.close();
-          await embedded?.stop();
+          await cleanUp();
           log.info("stopped");
         })();
         return stopping;
       },
     };
   } catch (err) {
+    await started?.stop();
     await res.close();
-    await embedded?.stop();
-    throw err;
+    await cleanUp();
+    throw listenRefusal(err, host, port);
   }
 }

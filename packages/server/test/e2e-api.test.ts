@@ -1,5 +1,5 @@
 /**
- * End to end, the whole API.md surface over HTTP against the real CLI
+ * End to end, the whole docs/api.md surface over HTTP against the real CLI
  * (`rendezvous start --config F --redis-url R --port 0`, every role in one
  * process): events, batch, event reads, waits (register, read, list, patch,
  * cancel, explain, consume), direct delivery, continuations in BullMQ, the
@@ -750,7 +750,7 @@ describe("operations, Bull Board and OpenAPI", () => {
     expectError(await request(server.url, "GET", "/admin/queues/api/queues"), 401, "unauthorized");
   });
 
-  it("/openapi.json is an OpenAPI 3 document listing every /v1 path of API.md", async () => {
+  it("/openapi.json is an OpenAPI 3 document listing every /v1 path of docs/api.md", async () => {
     const r = await request(server.url, "GET", "/openapi.json");
     expect(r.status).toBe(200);
     const doc = r.body;

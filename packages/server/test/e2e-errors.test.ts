@@ -1,5 +1,5 @@
 /**
- * End to end, every error code of API.md reached over HTTP against the real CLI,
+ * End to end, every error code of docs/api.md reached over HTTP against the real CLI,
  * each in the one error shape `{"error":{"code","message",...}}`; and, with an
  * `api` process alone (no matcher, no scheduler) on a private redis-server:
  * `pending` events, the `backlog` verdict, delivery that never resolves a wait past

@@ -381,7 +381,7 @@ describe("bad input over HTTP", () => {
     );
     const anyMethod = fc.constantFrom("GET", "POST", "PATCH", "DELETE", "PUT", "HEAD", "OPTIONS");
     const known = fc.oneof(fc.constantFrom(...ids), idLike);
-    /** the routes of API.md with their methods (most requests), then anything at all */
+    /** the routes of docs/api.md with their methods (most requests), then anything at all */
     const target = fc.oneof(
       { weight: 3, arbitrary: fc.constantFrom(["POST", "/v1/events"], ["POST", "/v1/events/batch"]) },
       {

@@ -149,7 +149,7 @@ export function expectTimes(value: unknown, where = "$"): number {
   return seen;
 }
 
-/** The fields of a Wait (API.md, Waits). */
+/** The fields of a Wait (docs/api.md, Waits). */
 export const WAIT_FIELDS = [
   "id",
   "tenant",

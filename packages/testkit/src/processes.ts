@@ -17,6 +17,8 @@ export interface CliProcess {
   readonly pid: number;
   /** everything printed so far (stdout + stderr) */
   output(): string;
+  /** what it printed on stderr alone */
+  errors(): string;
   /** resolves with the first match of `pattern` in the output */
   waitFor(pattern: RegExp, ms?: number): Promise<RegExpMatchArray>;
   /** resolves when the process has exited */
@@ -32,13 +34,17 @@ export function spawnCli(args: string[], env: Record<string, string | undefined>
   });
   live.add(child);
   let out = "";
+  let err = "";
   const listeners = new Set<() => void>();
   const onData = (d: Buffer) => {
     out += d.toString();
     for (const l of listeners) l();
   };
   child.stdout?.on("data", onData);
-  child.stderr?.on("data", onData);
+  child.stderr?.on("data", (d: Buffer) => {
+    err += d.toString();
+    onData(d);
+  });
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once("exit", (code, signal) => {
       live.delete(child);
@@ -50,6 +56,7 @@ export function spawnCli(args: string[], env: Record<string, string | undefined>
     child,
     pid: child.pid as number,
     output: () => out,
+    errors: () => err,
     exited,
     waitFor(pattern, ms = 20_000) {
       return new Promise((resolve, reject) => {

@@ -1,5 +1,5 @@
 /**
- * Host routes (API.md, Waits and Direct delivery): register, read, list, patch,
+ * Host routes (docs/api.md, Waits and Direct delivery): register, read, list, patch,
  * cancel, explain and consume waits, and deliver by type. Bodies, params and
  * queries are zod schemas (fastify-type-provider-zod); a bad one answers
  * `400 invalid_request` with `issues`.
