@@ -21,6 +21,7 @@ import { Scheduler, TIMEOUT_QUEUE } from "@rendezvous/scheduler";
 import { describeDevConfig, ensureDevConfig } from "./dev-config.js";
 import { parseEnv } from "./env.js";
 import { buildApp } from "./http/app.js";
+import { defaultPerAddress } from "./http/limits.js";
 import { startRoles, WORKER_ROLES, type WorkerRole } from "./roles.js";
 
 export type ProcessKind = "start" | "api" | WorkerRole;
@@ -85,6 +86,9 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
       queueNames: [TIMEOUT_QUEUE, WEBHOOK_QUEUE, ...Object.keys(config.tenants).map(continuationQueueName)],
       limits: {
         maxConnections: env.RENDEZVOUS_MAX_CONNECTIONS,
+        maxConnectionsPerAddress:
+          env.RENDEZVOUS_MAX_CONNECTIONS_PER_ADDRESS ?? defaultPerAddress(env.RENDEZVOUS_MAX_CONNECTIONS),
+        keepAliveTimeoutMs: env.RENDEZVOUS_KEEP_ALIVE_TIMEOUT_MS,
         headersTimeoutMs: env.RENDEZVOUS_HEADERS_TIMEOUT_MS,
         requestTimeoutMs: env.RENDEZVOUS_REQUEST_TIMEOUT_MS,
         maxHeaderBytes: env.RENDEZVOUS_MAX_HEADER_BYTES,
