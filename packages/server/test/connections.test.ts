@@ -131,13 +131,29 @@ describe("connection hygiene of a real api process", () => {
     for (let n = 0; n < 7; n++) {
       const newcomer = await raw(`127.0.1.${n + 1}`);
       expect((await exchange(newcomer, HEALTHZ))?.status, `newcomer ${n}`).toBe(200);
-      await new Promise((r) => setTimeout(r, 30));
-      const closed = [...silent, ...kept].map((c) => c.closed());
+      const idle = [...silent, ...kept];
+      await eventually(() => idle[n]?.closed(), 2000).catch(() => undefined);
+      await new Promise((r) => setTimeout(r, 30)); // time for a wrong one to be seen closed too
+      const closed = idle.map((c) => c.closed());
       // the longest idle goes first: the silent ones in their order, then the kept-alive ones
-      expect(closed, `after newcomer ${n}`).toEqual([...silent, ...kept].map((_, i) => i <= n));
+      expect(closed, `after newcomer ${n}`).toEqual(idle.map((_, i) => i <= n));
       expect(busy.every((c) => !c.closed())).toBe(true);
     }
     expect((await connectionMetrics()).closed.idle_evicted).toBeGreaterThanOrEqual(before + 7);
+  });
+
+  it("at the cap a connection part-way through its headers is closed only after the ones that sent nothing", async () => {
+    await reset();
+    const sending = await raw("127.0.0.2");
+    sending.socket.write("GET /healthz HTTP/1.1\r\nHost: rendezvous\r\n"); // the blank line is still to come
+    const silent: RawConn[] = [];
+    for (let i = 1; i < CAP; i++) silent.push(await raw(`127.0.3.${Math.floor(i / PER_ADDRESS) + 1}`));
+    const newcomer = await raw("127.0.1.1");
+    expect((await exchange(newcomer, HEALTHZ))?.status).toBe(200);
+    await eventually(() => silent[0]?.closed(), 2000);
+    expect(sending.closed(), "the one sending its headers is kept").toBe(false);
+    expect(silent.slice(1).every((c) => !c.closed())).toBe(true);
+    expect((await exchange(sending, "\r\n"))?.status, "and answered once its headers are complete").toBe(200);
   });
 
   it("at the cap with every connection in flight the newcomer is closed at once; once one is answered it makes room", async () => {
