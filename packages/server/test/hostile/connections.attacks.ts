@@ -85,9 +85,11 @@ export interface FloodOptions {
   holdMs: number;
   /** @defaultValue ATTACKER (127.0.0.2) */
   localAddress?: string;
-  /** connects in flight at once, and most reopened per tick while holding @defaultValue 200 */
+  /** connects in flight at once while opening @defaultValue 200 */
   parallel?: number;
-  /** how often it reopens what the server closed, ms @defaultValue 250 */
+  /** most connections reopened per tick while holding @defaultValue 100 */
+  topUp?: number;
+  /** how often it reopens what the server closed, ms @defaultValue 500 */
   tickMs?: number;
 }
 
@@ -134,13 +136,14 @@ async function flood(
   }
   const holdUntil = Date.now() + opts.holdMs;
   while (Date.now() < holdUntil) {
-    await new Promise((r) => setTimeout(r, opts.tickMs ?? 250));
-    const missing = Math.min(parallel, opts.count - open());
+    await new Promise((r) => setTimeout(r, opts.tickMs ?? 500));
+    const missing = Math.min(opts.topUp ?? 100, opts.count - open());
     await Promise.all(Array.from({ length: Math.max(0, missing) }, one));
   }
   report.openAtEnd = open();
   stopping = true;
-  for (const c of mine) c.socket.destroy();
+  // a reset, not a FIN: no TIME_WAIT left on the attacker's ports for the next case
+  for (const c of mine) c.socket.resetAndDestroy();
   report.ms = Date.now() - started;
   return report;
 }
