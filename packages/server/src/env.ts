@@ -29,10 +29,22 @@ export const Env = z.object({
    */
   LOG_LEVEL: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
   /**
-   * Most open HTTP connections; connections beyond are closed at once.
+   * Most open HTTP connections; at the cap a new connection makes the server close its idlest
+   * one (never one with a request in flight; when all have one, the new connection is closed).
    * @defaultValue 4096
    */
   RENDEZVOUS_MAX_CONNECTIONS: z.coerce.number().int().min(1).default(4096),
+  /**
+   * Most open HTTP connections of one client address (an IPv6 client counts by its /64);
+   * beyond it a new connection from that address is closed at once.
+   * @defaultValue a quarter of RENDEZVOUS_MAX_CONNECTIONS (1024)
+   */
+  RENDEZVOUS_MAX_CONNECTIONS_PER_ADDRESS: z.coerce.number().int().min(1).optional(),
+  /**
+   * Time an idle keep-alive connection is kept open between requests (Node adds 1 s).
+   * @defaultValue 5000
+   */
+  RENDEZVOUS_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(1000).default(5000),
   /**
    * Connections the kernel may hold for the server to accept (listen backlog; the
    * kernel caps it at net.core.somaxconn). Node's default, 511, overflows under a

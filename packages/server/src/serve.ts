@@ -21,6 +21,7 @@ import { describeDevConfig, ensureDevConfig } from "./dev-config.js";
 import { type EmbeddedRedis, startEmbeddedRedis } from "./embedded-redis.js";
 import { parseEnv } from "./env.js";
 import { buildApp } from "./http/app.js";
+import { defaultPerAddress } from "./http/limits.js";
 import { ensurePortFree, listenRefusal } from "./http-port.js";
 import { type RunningRoles, startRoles, WORKER_ROLES, type WorkerRole } from "./roles.js";
 
@@ -118,6 +119,9 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
       queueNames: [TIMEOUT_QUEUE, WEBHOOK_QUEUE, ...Object.keys(config.tenants).map(continuationQueueName)],
       limits: {
         maxConnections: env.RENDEZVOUS_MAX_CONNECTIONS,
+        maxConnectionsPerAddress:
+          env.RENDEZVOUS_MAX_CONNECTIONS_PER_ADDRESS ?? defaultPerAddress(env.RENDEZVOUS_MAX_CONNECTIONS),
+        keepAliveTimeoutMs: env.RENDEZVOUS_KEEP_ALIVE_TIMEOUT_MS,
         headersTimeoutMs: env.RENDEZVOUS_HEADERS_TIMEOUT_MS,
         requestTimeoutMs: env.RENDEZVOUS_REQUEST_TIMEOUT_MS,
         maxHeaderBytes: env.RENDEZVOUS_MAX_HEADER_BYTES,

@@ -24,6 +24,7 @@ import {
 } from "fastify-type-provider-zod";
 import { opsRoutes } from "../ops.js";
 import { adminQueues, BOARD_PATH } from "./admin.js";
+import { guardConnections } from "./connections.js";
 import { consoleRoutes } from "./console.js";
 import { hostRoutes } from "./host-routes.js";
 import { DEFAULT_HTTP_LIMITS, type HttpLimits, limitOptions } from "./limits.js";
@@ -102,7 +103,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     return503OnClosing: false,
     ...limitOptions(deps.limits ?? DEFAULT_HTTP_LIMITS),
   }) as FastifyInstance;
-  app.server.maxConnections = (deps.limits ?? DEFAULT_HTTP_LIMITS).maxConnections;
+  // the connection caps (per address; idlest closed first at the global cap), not server.maxConnections
+  guardConnections(app.server, deps.limits ?? DEFAULT_HTTP_LIMITS, { registry: res.metrics.registry, logger });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
 
