@@ -15,7 +15,7 @@ function problem(input: unknown): string {
 describe("config", () => {
   it("accepts the example of docs/api.md and fills defaults", () => {
     const api = readFileSync(new URL("../../../docs/api.md", import.meta.url), "utf8");
-    const block = /## Config file \(JSON\)\n```json\n([\s\S]*?)```/.exec(api)?.[1];
+    const block = /## Config file \(JSON\)\n+```json\n([\s\S]*?)```/.exec(api)?.[1];
     expect(block).toBeTruthy();
     const config = parseConfig(JSON.parse(block as string));
     expect(config.partitions).toBe(16);
