@@ -7,6 +7,7 @@
 import type { ChainableCommander } from "ioredis";
 import { type BatchCommand, execBatch } from "./batch.js";
 import { decodeParts, encodeParts } from "./encoding.js";
+import type { ListLease } from "./list-gate.js";
 import {
   decodeCursor,
   encodeCursor,
@@ -101,10 +102,10 @@ export async function listWaitsOfTenants(
   store: Store,
   tenants: string[],
   filter: WaitFilter,
-  opts: { limit: number; cursor?: string },
+  opts: { limit: number; cursor?: string; lease?: ListLease },
 ): Promise<WaitPage> {
   const cur = decodeTenantsCursor(opts.cursor);
-  const budget = listBudget(store.config, opts.limit);
+  const budget = listBudget(store.config, opts.limit, opts.lease);
   const waits: WaitPage["waits"] = [];
   let t = cur.t;
   let inner: ListCursor = cur.inner;

@@ -12,6 +12,8 @@
 import { execBatch } from "./batch.js";
 import type { Config } from "./config.js";
 import { RendezvousError } from "./errors.js";
+import type { ListLease } from "./list-gate.js";
+import { parseWaitRecord, toWait } from "./records.js";
 import type { Wait, WaitState } from "./schemas.js";
 import type { Store } from "./store.js";
 
@@ -48,11 +50,18 @@ export interface ListBudget {
   read: boolean;
   /** whether a wait has been taken yet */
   taken: boolean;
+  /** the request's share of the process-wide gate, when there is one */
+  lease?: ListLease;
 }
 
 /** The budget of one list request asking for `limit` waits. */
-export function listBudget(config: Pick<Config, "maxListScan" | "maxListPageBytes">, limit: number): ListBudget {
+export function listBudget(
+  config: Pick<Config, "maxListScan" | "maxListPageBytes">,
+  limit: number,
+  lease?: ListLease,
+): ListBudget {
   return {
+    lease,
     waits: limit,
     entries: config.maxListScan,
     readBytes: config.maxListPageBytes,
@@ -131,6 +140,28 @@ async function recordSizes(store: Store, ids: string[]): Promise<number[]> {
   });
 }
 
+/**
+ * Wait records by id in one round trip, as Buffers: a large record then waits for its
+ * reply outside the JS heap, and becomes a string only while it is parsed.
+ */
+async function readWaits(store: Store, ids: string[]): Promise<Array<Wait | null>> {
+  if (ids.length === 0) return [];
+  const replies = await execBatch(
+    store.redis,
+    ids.map((id) => {
+      const p = store.keys.waitPartition(id);
+      if (p === null) return { key: null, add: (pl) => pl.echo("") };
+      const key = store.keys.partition(p).waits;
+      return { key, add: (pl) => pl.hgetBuffer(key, id) };
+    }),
+  );
+  return replies.map(([err, raw], i) => {
+    if (err) throw err;
+    if (!Buffer.isBuffer(raw) || raw.length === 0) return null;
+    return toWait(ids[i] as string, parseWaitRecord(raw.toString()));
+  });
+}
+
 /** Bytes a wait adds to a page: its JSON and a separating comma. */
 function pageSize(w: Wait): number {
   return Buffer.byteLength(JSON.stringify(w)) + 1;
@@ -180,9 +211,14 @@ export async function scanTenant(
       bytes += size;
       n++;
     }
+    if (budget.lease && n > 0) {
+      // the process-wide gate may let fewer through (holding none, this request waits for one)
+      n = await budget.lease.admit(sizes.slice(0, n));
+      bytes = sizes.slice(0, n).reduce((a, b) => a + b, 0);
+    }
     budget.readBytes -= bytes;
     if (n > 0) budget.read = true;
-    const found = await store.getWaits(ids.slice(0, n));
+    const found = await readWaits(store, ids.slice(0, n));
     for (let i = 0; i < n; i++) {
       const w = found[i];
       if (w && matches(w, tenant, filter)) {
@@ -239,7 +275,7 @@ export async function listWaits(
   store: Store,
   tenant: string,
   filter: WaitFilter,
-  opts: { limit: number; cursor?: string },
+  opts: { limit: number; cursor?: string; lease?: ListLease },
 ): Promise<WaitPage> {
   const waits: Wait[] = [];
   const next = await scanTenant(
@@ -247,7 +283,7 @@ export async function listWaits(
     tenant,
     filter,
     decodeCursor(opts.cursor),
-    listBudget(store.config, opts.limit),
+    listBudget(store.config, opts.limit, opts.lease),
     waits,
   );
   return { waits, nextCursor: next === null ? null : encodeCursor(next) };

@@ -128,6 +128,8 @@ describe("GET /v1/waits, bounded", () => {
       expect(p.waits.length).toBeLessThanOrEqual(2); // 2 × ~3.3 KB fit in 8 KiB, 3 do not
       expect(p.bytes).toBeLessThanOrEqual(PAGE_BYTES + 512); // the envelope and the cursor beside the waits
     }
+    // every answered request gave its records back to the process-wide gate
+    expect(res.listGate.held).toBe(0);
   });
 
   it("metadata over maxMetadataBytes is 413 payload_too_large, nothing stored", async () => {
