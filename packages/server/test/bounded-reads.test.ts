@@ -4,7 +4,7 @@
  * `maxListPageBytes`, so that early pages, empty pages with a cursor and the byte bound
  * show with a few dozen waits; and `maxMetadataBytes` on registration (413, nothing stored).
  */
-import { createResources, parseConfig, type Resources } from "@rendezvous/core";
+import { createResources, ListGate, parseConfig, type Resources } from "@rendezvous/core";
 import { redisUrl, uniquePrefix } from "@rendezvous/testkit";
 import type { FastifyInstance } from "fastify";
 import { pino } from "pino";
@@ -169,5 +169,43 @@ describe("/console/api/waits, bounded", () => {
     expect(none.ids).toEqual([]);
     expect(none.pages.length).toBeGreaterThanOrEqual(24 / SCAN);
     expect(none.pages.slice(0, -1).every((p) => p.waits.length === 0 && p.nextCursor !== null)).toBe(true);
+  });
+});
+
+describe("the process-wide gate on list records", () => {
+  it("a list request waits for room while others hold it, then answers; past the wait it is 503 list_busy with Retry-After", async () => {
+    // the same resources, with a gate that waits at most 300 ms
+    const gate = new ListGate(PAGE_BYTES, 300);
+    const gated = await buildApp({
+      res: { ...res, listGate: gate },
+      roles: ["api"],
+      running: () => true,
+      api: true,
+      queueNames: [],
+    });
+    try {
+      const url = await gated.listen({ host: "127.0.0.1", port: 0 });
+      const c = client(url, bearer("hk_acme_bounded"));
+      expect(
+        (await c.post("/v1/waits", { runId: "gate-run", position: "p", eventType: "job.done", correlationId: "g" }))
+          .status,
+      ).toBe(201);
+      const other = gate.lease();
+      await other.admit([PAGE_BYTES]); // another request holds all the room
+      const busy = await c.get("/v1/waits?runId=gate-run");
+      const error = expectError(busy, 503, "unavailable");
+      expect(error.reason).toBe("list_busy");
+      expect(busy.headers.get("retry-after")).toBe("1");
+      expectError(await c.get("/console/api/waits?runId=gate-run"), 503, "unavailable");
+      // room comes back while the request waits: it answers
+      const waiting = c.get("/v1/waits?runId=gate-run");
+      setTimeout(() => other.release(), 100);
+      const answered = await waiting;
+      expect(answered.status).toBe(200);
+      expect(answered.body.waits.length).toBeGreaterThan(0);
+      expect(gate.held).toBe(0);
+    } finally {
+      await gated.close();
+    }
   });
 });
