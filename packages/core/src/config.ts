@@ -77,6 +77,44 @@ export const Config = z.strictObject({
     .max(16 * 1024 * 1024)
     .default(65_536),
   /**
+   * Largest wait `metadata` in bytes (its JSON, UTF-8); a registration over it is
+   * `413 payload_too_large` and stores nothing. At most 1 MiB, the bound of a host body.
+   * @defaultValue 65536
+   */
+  maxMetadataBytes: z
+    .int()
+    .positive()
+    .max(1024 * 1024)
+    .default(65_536),
+  /**
+   * Most index entries one list request (`GET /v1/waits`, the console's listing) examines;
+   * past it the page ends with a `nextCursor`, holding fewer waits than `limit` or none.
+   * @defaultValue 1000
+   */
+  maxListScan: z.int().min(1).max(100_000).default(1000),
+  /**
+   * Most bytes of wait records one list request reads, and most bytes (serialized) its
+   * page of waits holds; a page always holds at least one wait, whatever its size.
+   * @defaultValue 2097152 (2 MiB)
+   */
+  maxListPageBytes: z
+    .int()
+    .min(1024)
+    .max(64 * 1024 * 1024)
+    .default(2 * 1024 * 1024),
+  /**
+   * Most bytes of wait records all list requests of one API process hold at once (read,
+   * not yet answered). A request that holds some ends its page early when there is no
+   * room; one that holds none waits its turn, up to 10 s, then gets `503 unavailable`
+   * (reason `list_busy`) with `Retry-After`.
+   * @defaultValue 4194304 (4 MiB)
+   */
+  maxListBytesInFlight: z
+    .int()
+    .min(1024)
+    .max(1024 * 1024 * 1024)
+    .default(4 * 1024 * 1024),
+  /**
    * Idle time after which another matcher claims a dead matcher's entries.
    * @defaultValue 5000
    */

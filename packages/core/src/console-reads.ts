@@ -7,8 +7,17 @@
 import type { ChainableCommander } from "ioredis";
 import { type BatchCommand, execBatch } from "./batch.js";
 import { decodeParts, encodeParts } from "./encoding.js";
-import { RendezvousError } from "./errors.js";
-import { listWaits, type WaitFilter, type WaitPage } from "./inspect.js";
+import type { ListLease } from "./list-gate.js";
+import {
+  decodeCursor,
+  encodeCursor,
+  invalidCursor,
+  type ListCursor,
+  listBudget,
+  scanTenant,
+  type WaitFilter,
+  type WaitPage,
+} from "./list-waits.js";
 import { iso } from "./records.js";
 import type { Store } from "./store.js";
 
@@ -70,49 +79,47 @@ interface TenantsCursor {
   c: string | null;
 }
 
+function decodeTenantsCursor(raw: string | undefined): { t: number; inner: ListCursor } {
+  if (!raw) return { t: 0, inner: { s: 0, m: "" } };
+  let c: TenantsCursor;
+  try {
+    c = JSON.parse(Buffer.from(raw, "base64url").toString()) as TenantsCursor;
+  } catch {
+    throw invalidCursor();
+  }
+  if (!c || !Number.isInteger(c.t) || c.t < 0 || (c.c !== null && typeof c.c !== "string")) throw invalidCursor();
+  return { t: c.t, inner: decodeCursor(c.c ?? undefined) };
+}
+
 /**
  * Waits of several tenants (in the order given) matching a filter, a page at a time:
- * each tenant's waits through {@link listWaits}, the cursor naming the tenant and its
- * own cursor. Never loads more than a page (plus the index batch) per call.
+ * each tenant's waits as `listWaits` walks them, the cursor naming the tenant and
+ * its own cursor. One request's budget (`maxListScan` index entries, `maxListPageBytes`
+ * read and answered) is shared by every tenant it walks, so a page may end early, even
+ * empty, with a `nextCursor`; null only when every tenant is done.
  */
 export async function listWaitsOfTenants(
   store: Store,
   tenants: string[],
   filter: WaitFilter,
-  opts: { limit: number; cursor?: string },
+  opts: { limit: number; cursor?: string; lease?: ListLease },
 ): Promise<WaitPage> {
-  let cur: TenantsCursor = { t: 0, c: null };
-  if (opts.cursor) {
-    try {
-      const c = JSON.parse(Buffer.from(opts.cursor, "base64url").toString()) as TenantsCursor;
-      if (!Number.isInteger(c.t) || c.t < 0 || (c.c !== null && typeof c.c !== "string")) throw new Error("bad");
-      cur = c;
-    } catch {
-      throw new RendezvousError("invalid_request", "invalid cursor", {
-        issues: [{ path: ["cursor"], message: "invalid" }],
-      });
-    }
-  }
+  const cur = decodeTenantsCursor(opts.cursor);
+  const budget = listBudget(store.config, opts.limit, opts.lease);
   const waits: WaitPage["waits"] = [];
   let t = cur.t;
-  let inner: string | null = cur.c;
-  while (t < tenants.length && waits.length < opts.limit) {
-    const page = await listWaits(store, tenants[t] as string, filter, {
-      limit: opts.limit - waits.length,
-      cursor: inner ?? undefined,
-    });
-    waits.push(...page.waits);
-    if (page.nextCursor) inner = page.nextCursor;
-    else {
-      t++;
-      inner = null;
+  let inner: ListCursor = cur.inner;
+  while (t < tenants.length) {
+    const next = await scanTenant(store, tenants[t] as string, filter, inner, budget, waits);
+    if (next !== null) {
+      // the page or the budget is spent inside this tenant
+      const c: TenantsCursor = { t, c: encodeCursor(next) };
+      return { waits, nextCursor: Buffer.from(JSON.stringify(c)).toString("base64url") };
     }
+    t++;
+    inner = { s: 0, m: "" };
   }
-  const more = t < tenants.length;
-  return {
-    waits,
-    nextCursor: more ? Buffer.from(JSON.stringify({ t, c: inner })).toString("base64url") : null,
-  };
+  return { waits, nextCursor: null };
 }
 
 /** A refused event as remembered for `explain` (no payload). */

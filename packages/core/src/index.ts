@@ -37,6 +37,7 @@ export {
   type WaitPage,
 } from "./inspect.js";
 export { DISPATCHER_GROUP, KeyLayout, MATCHER_GROUP, type PartitionKeys } from "./keys.js";
+export { ListGate, ListLease } from "./list-gate.js";
 export { createLogger, type Logger, REDACT_PATHS } from "./logger.js";
 export { createMetrics, type Metrics } from "./metrics.js";
 export { iso, toEventRecord, toWait } from "./records.js";

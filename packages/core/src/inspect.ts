@@ -1,7 +1,7 @@
 /**
- * Read-only views over the partitions: listing waits through the indexes (never the
- * keyspace), the evidence `explain` needs, backlog per partition, and the stored
- * partition count. Nothing here changes state.
+ * Read-only views over the partitions: the evidence `explain` needs, backlog per
+ * partition, and the stored partition count (the listing of waits lives in
+ * list-waits.ts). Nothing here changes state.
  */
 
 import type { ChainableCommander } from "ioredis";
@@ -13,114 +13,7 @@ import { iso } from "./records.js";
 import type { Wait, WaitState } from "./schemas.js";
 import type { Rejection, Store } from "./store.js";
 
-export interface WaitFilter {
-  runId?: string;
-  state?: WaitState;
-  eventType?: string;
-  correlationId?: string;
-}
-
-export interface WaitPage {
-  waits: Wait[];
-  nextCursor: string | null;
-}
-
-/** One index range to walk: a lex zset and the prefix of its members. */
-interface Source {
-  key: string;
-  prefix: string;
-  /** the partition of a wait index (its members name wait ids of it); null = the run index */
-  partition: number | null;
-}
-
-interface Cursor {
-  s: number;
-  m: string;
-}
-
-function encodeCursor(c: Cursor): string {
-  return Buffer.from(JSON.stringify(c)).toString("base64url");
-}
-
-function decodeCursor(raw: string | undefined): Cursor {
-  if (!raw) return { s: 0, m: "" };
-  try {
-    const c = JSON.parse(Buffer.from(raw, "base64url").toString()) as Cursor;
-    if (Number.isInteger(c.s) && c.s >= 0 && typeof c.m === "string") return c;
-  } catch {
-    // fall through
-  }
-  throw new RendezvousError("invalid_request", "invalid cursor", {
-    issues: [{ path: ["cursor"], message: "invalid" }],
-  });
-}
-
-/** The waits of a tenant matching a filter, a page at a time, through the indexes. */
-export async function listWaits(
-  store: Store,
-  tenant: string,
-  filter: WaitFilter,
-  opts: { limit: number; cursor?: string },
-): Promise<WaitPage> {
-  const k = store.keys;
-  const sources: Source[] = [];
-  if (filter.runId !== undefined) {
-    const p = k.partition(k.runPartition(tenant, filter.runId));
-    sources.push({ key: p.runs, prefix: k.runDigest(tenant, filter.runId), partition: null });
-  } else {
-    const prefix = k.indexKey(
-      tenant,
-      filter.eventType,
-      filter.eventType === undefined ? undefined : filter.correlationId,
-    );
-    const partitions =
-      filter.eventType !== undefined && filter.correlationId !== undefined
-        ? [k.matchPartition(tenant, filter.eventType, filter.correlationId)]
-        : k.allPartitions();
-    for (const p of partitions) {
-      const keys = k.partition(p);
-      if (filter.state === undefined || filter.state === "waiting")
-        sources.push({ key: keys.waiting, prefix, partition: p });
-      if (filter.state !== "waiting") sources.push({ key: keys.done, prefix, partition: p });
-    }
-  }
-  const cursor = decodeCursor(opts.cursor);
-  const waits: Wait[] = [];
-  let s = cursor.s;
-  let after = cursor.m;
-  const batch = Math.max(opts.limit, 50);
-  while (s < sources.length && waits.length < opts.limit) {
-    const src = sources[s] as Source;
-    const from = after ? `(${after}` : `[${src.prefix}`;
-    const members = await store.redis.zrangebylex(src.key, from, `(${src.prefix}\xff`, "LIMIT", 0, batch);
-    if (members.length === 0) {
-      s++;
-      after = "";
-      continue;
-    }
-    const ids = members.map((m) =>
-      src.partition === null ? k.waitIdOfRunMember(m) : k.waitIdOfIndexMember(src.partition, m),
-    );
-    const found = await store.getWaits(ids);
-    for (let i = 0; i < members.length; i++) {
-      after = members[i] as string;
-      const w = found[i];
-      if (!w || w.tenant !== tenant) continue;
-      if (filter.state !== undefined && w.state !== filter.state) continue;
-      if (filter.eventType !== undefined && w.eventType !== filter.eventType) continue;
-      if (filter.correlationId !== undefined && w.correlationId !== filter.correlationId) continue;
-      if (filter.runId !== undefined && w.runId !== filter.runId) continue; // run digests are short
-      waits.push(w);
-      if (waits.length >= opts.limit) break;
-    }
-    if (waits.length < opts.limit && members.length < batch) {
-      s++;
-      after = "";
-    }
-  }
-  const more = s < sources.length;
-  return { waits, nextCursor: more ? encodeCursor({ s, m: after }) : null };
-}
+export { listWaits, type WaitFilter, type WaitPage } from "./list-waits.js";
 
 /** Unprocessed events of a partition's stream. */
 export interface PartitionBacklog {

@@ -2,6 +2,7 @@
  * The resources bag every system (ingest, match, deadline, dispatch) is built from.
  */
 import type { Config } from "./config.js";
+import { ListGate } from "./list-gate.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createMetrics, type Metrics } from "./metrics.js";
 import { createBlockingRedis, createRedis, isClusterUrl, type RedisLike } from "./redis.js";
@@ -26,6 +27,8 @@ export interface Resources {
    * connections never have one.
    */
   readonly commandTimeoutMs: number | undefined;
+  /** the process-wide bound on wait records held by list requests (see list-gate.ts) */
+  readonly listGate: ListGate;
   /** the shared command connection (bounded by commandTimeoutMs) */
   readonly redis: RedisLike;
   /**
@@ -104,6 +107,7 @@ export function createResources(opts: ResourceOptions): Resources {
   const redis = connect("commands");
   return {
     store: new Store({ redis, config: opts.config, prefix, clock: opts.clock }),
+    listGate: new ListGate(opts.config.maxListBytesInFlight),
     config: opts.config,
     logger,
     metrics: opts.metrics ?? createMetrics(),

@@ -47,7 +47,15 @@ import {
 /** What the Store needs of the config. */
 export type StoreConfig = Pick<
   Config,
-  "partitions" | "retentionMs" | "dedupWindowMs" | "fanoutCap" | "maxTimeoutMs" | "eventTypes"
+  | "partitions"
+  | "retentionMs"
+  | "dedupWindowMs"
+  | "fanoutCap"
+  | "maxTimeoutMs"
+  | "maxMetadataBytes"
+  | "maxListScan"
+  | "maxListPageBytes"
+  | "eventTypes"
 >;
 
 export interface StoreOptions {
@@ -458,7 +466,7 @@ export class Store {
    * Registers a wait (idempotent on (tenant, runId, position)). Two round trips:
    * claim the run position in the run key's partition, then create the wait in the
    * match key's partition, matching a buffered event at once.
-   * @throws RendezvousError wait_conflict, invalid_request
+   * @throws RendezvousError wait_conflict, invalid_request, payload_too_large (metadata over maxMetadataBytes)
    */
   async register(tenant: string, spec: WaitSpec): Promise<{ created: boolean; wait: Wait }> {
     const deadlineMs = toMs(spec.deadline);
@@ -472,6 +480,16 @@ export class Store {
       throw new RendezvousError("invalid_request", "deadline lies further ahead than maxTimeoutMs", {
         issues: [{ path: ["deadline"], message: `at most ${this.config.maxTimeoutMs} ms ahead` }],
       });
+    }
+    const metadata = spec.metadata === undefined ? undefined : JSON.stringify(spec.metadata);
+    if (metadata !== undefined && Buffer.byteLength(metadata) > this.config.maxMetadataBytes) {
+      throw new RendezvousError(
+        "payload_too_large",
+        `metadata exceeds maxMetadataBytes (${this.config.maxMetadataBytes} bytes)`,
+        {
+          maxMetadataBytes: this.config.maxMetadataBytes,
+        },
+      );
     }
     const partition = this.keys.matchPartition(tenant, spec.eventType, spec.correlationId);
     const waitId = this.keys.waitId(tenant, spec.runId, spec.position, partition);
@@ -504,7 +522,7 @@ export class Store {
       r: spec.runId,
       p: spec.position,
       j: spec.externalJobId,
-      m: spec.metadata === undefined ? undefined : JSON.stringify(spec.metadata),
+      m: metadata,
     };
     const [code, raw] = await this.run(
       registerWaitArgs(this.keys.partition(partition), {

@@ -82,6 +82,11 @@ export function Waits({ session, params }: { session: Session; params: URLSearch
             {data.waits.length} wait{data.waits.length === 1 ? "" : "s"} on this page
             {cursor ? " (not the first page)" : ""}.
           </p>
+          {data.nextCursor && data.waits.length < limit ? (
+            <p className="muted">
+              This page ended early: each page examines a bounded part of the indexes. Next page continues the search.
+            </p>
+          ) : null}
           <table className="grid">
             <caption className="sr-only">Waits matching the filters</caption>
             <thead>

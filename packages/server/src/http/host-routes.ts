@@ -10,6 +10,7 @@ import {
   EventType,
   explainWait,
   InputObject,
+  type ListLease,
   listWaits,
   RendezvousError,
   type Resources,
@@ -20,6 +21,7 @@ import {
   withinCommandTimeout,
 } from "@rendezvous/core";
 import { authenticateHost, type CredentialIndex, type HostIdentity, readTenant } from "@rendezvous/ingest";
+import type { FastifyReply, FastifyRequest } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { MAX_JSON_DEPTH, nestedDeeperThan } from "./limits.js";
@@ -59,6 +61,24 @@ export const DeliverBody = z.strictObject({
   all: z.boolean().default(false),
 });
 
+/**
+ * A list request's share of the process-wide gate on list records, given back once its
+ * answer is sent (or its client has gone).
+ */
+export function leaseUntilSent(res: Resources, reply: FastifyReply): ListLease {
+  const lease = res.listGate.lease();
+  const release = () => lease.release();
+  reply.raw.once("finish", release);
+  reply.raw.once("close", release);
+  return lease;
+}
+
+/** `Retry-After` for an error that says when to retry (a busy list gate). */
+export async function retryAfterHeader(_request: FastifyRequest, reply: FastifyReply, error: Error): Promise<void> {
+  const retryAfter = (error as { details?: { retryAfter?: unknown } }).details?.retryAfter;
+  if (typeof retryAfter === "number") void reply.header("retry-after", String(retryAfter));
+}
+
 /** The tenant a wait-by-id route acts for: the host's, or any for the admin. */
 function actingTenant(identity: HostIdentity): string | null {
   return identity.kind === "host" ? identity.tenant : null;
@@ -82,6 +102,7 @@ export const hostRoutes: FastifyPluginAsyncZod<HostRoutesOptions> = async (app, 
     }
   });
   const who = (request: unknown): HostIdentity => (request as { identity: HostIdentity }).identity;
+  app.addHook("onError", retryAfterHeader);
 
   const found = (wait: Wait | null): Wait => {
     if (!wait) throw new RendezvousError("not_found");
@@ -122,10 +143,10 @@ export const hostRoutes: FastifyPluginAsyncZod<HostRoutesOptions> = async (app, 
         response: { 200: z.object({ waits: z.array(Wait), nextCursor: z.string().nullable() }), ...errors },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { limit, cursor, tenant: named, ...filter } = request.query;
       const tenant = readTenant(who(request), named, config.tenants);
-      return listWaits(store, tenant, filter, { limit, cursor });
+      return listWaits(store, tenant, filter, { limit, cursor, lease: leaseUntilSent(res, reply) });
     },
   );
 
