@@ -22,7 +22,7 @@ import { Queue } from "bullmq";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { latenessOf, rates, resolutionsOf, type Sampler } from "./console-stats.js";
-import { ErrorBody, ListQuery, leaseUntilSent, retryAfterHeader } from "./host-routes.js";
+import { ErrorBody, ListQuery, leaseUntilSent } from "./host-routes.js";
 
 export interface ConsoleApiOptions {
   res: Resources;
@@ -95,7 +95,6 @@ export const consoleApi: FastifyPluginAsyncZod<ConsoleApiOptions> = async (app, 
     (request as unknown as { identity: HostIdentity }).identity = authenticateHost(credentials, request.headers);
   });
   const who = (request: unknown): HostIdentity => (request as { identity: HostIdentity }).identity;
-  app.addHook("onError", retryAfterHeader);
   /** the tenants a request may see, narrowed by `?tenant=` */
   const visible = (identity: HostIdentity, named: string | undefined): string[] => {
     if (identity.kind === "admin" && named === undefined) return tenants;

@@ -73,12 +73,6 @@ export function leaseUntilSent(res: Resources, reply: FastifyReply): ListLease {
   return lease;
 }
 
-/** `Retry-After` for an error that says when to retry (a busy list gate). */
-export async function retryAfterHeader(_request: FastifyRequest, reply: FastifyReply, error: Error): Promise<void> {
-  const retryAfter = (error as { details?: { retryAfter?: unknown } }).details?.retryAfter;
-  if (typeof retryAfter === "number") void reply.header("retry-after", String(retryAfter));
-}
-
 /** The tenant a wait-by-id route acts for: the host's, or any for the admin. */
 function actingTenant(identity: HostIdentity): string | null {
   return identity.kind === "host" ? identity.tenant : null;
@@ -102,7 +96,6 @@ export const hostRoutes: FastifyPluginAsyncZod<HostRoutesOptions> = async (app, 
     }
   });
   const who = (request: unknown): HostIdentity => (request as { identity: HostIdentity }).identity;
-  app.addHook("onError", retryAfterHeader);
 
   const found = (wait: Wait | null): Wait => {
     if (!wait) throw new RendezvousError("not_found");
