@@ -14,6 +14,7 @@ import {
   type Store,
 } from "@rendezvous/core";
 import type { ProducerIdentity } from "./auth.js";
+import { jsonBytesOver } from "./json-bounds.js";
 import { type EventValidator, invalidEvent, type Refused, readableId, readableMatchKey } from "./validation.js";
 
 /** Most events in one batch request. */
@@ -111,8 +112,9 @@ export class IngestSystem {
     const slots = batchEvents(body).map((raw): Slot => {
       const checked = this.#check(producer, raw);
       if (checked.kind === "refused") {
-        // too large wins over invalid, as it would for the body of a single send
-        return Buffer.byteLength(JSON.stringify(raw)) > max ? tooLarge(raw, max) : checked;
+        // too large wins over invalid, as it would for the body of a single send; measured
+        // without JSON.stringify, which would recurse through however deep the event nests
+        return jsonBytesOver(raw, max) ? tooLarge(raw, max) : checked;
       }
       // A valid event is measured from its parts: the canonical payload (which the
       // Store needs anyway) is as long as its JSON.stringify, so the payload is

@@ -30,7 +30,7 @@ import {
 import { lingerAfterTooLarge, toApiError } from "./http-errors.js";
 import { type EventOutcome, IngestSystem, MAX_BATCH } from "./ingest.js";
 import { RateLimiter } from "./rate-limit.js";
-import { EventValidator, invalidEvent, parseJsonBody, poisonedPath } from "./validation.js";
+import { EventValidator, invalidEvent, MAX_JSON_DEPTH, parseJsonBody, poisonedPath, scanEvent } from "./validation.js";
 
 export interface IngestRoutesOptions {
   store: Store;
@@ -49,11 +49,20 @@ function rawBody(request: FastifyRequest): Buffer {
   return Buffer.isBuffer(request.body) ? request.body : EMPTY;
 }
 
-/** A batch envelope with a prototype-poisoning key is refused whole (its events are checked one by one). */
-function refusePoisonedEnvelope(body: unknown): void {
+/**
+ * A batch envelope nesting too deep or holding a prototype-poisoning key is refused
+ * whole (its events are checked one by one).
+ */
+function refuseBadEnvelope(body: unknown): void {
   if (body === null || typeof body !== "object" || Array.isArray(body)) return;
   const { events: _events, ...envelope } = body as Record<string, unknown>;
-  const path = poisonedPath(envelope);
+  const scan = scanEvent(envelope);
+  if (scan.tooDeep) {
+    throw invalidEvent('a batch body is {"events": [...]}', [
+      { path: scan.tooDeep, message: `nested deeper than ${MAX_JSON_DEPTH} levels` },
+    ]);
+  }
+  const path = scan.poisoned ? poisonedPath(envelope) : null;
   if (path) {
     throw invalidEvent("body holds a forbidden key", [
       { path, message: "forbidden key (__proto__ or constructor.prototype)" },
@@ -122,7 +131,7 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
   app.post("/v1/events/batch", { bodyLimit: config.maxPayloadBytes * MAX_BATCH }, async (request, reply) => {
     const producer = authenticate(request);
     const body = parseJsonBody(rawBody(request));
-    refusePoisonedEnvelope(body);
+    refuseBadEnvelope(body);
     const events = (body as { events?: unknown } | null)?.events;
     limit(producer, Array.isArray(events) ? Math.min(Math.max(events.length, 1), MAX_BATCH) : 1);
     const outcomes = await ingest.batch(producer, body);
