@@ -78,6 +78,7 @@ export {
   Resolution,
   ResolutionKind,
   Text,
+  toWellFormed,
   type Unstorable,
   unstorable,
   Wait,

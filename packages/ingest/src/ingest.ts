@@ -12,6 +12,7 @@ import {
   type Metrics,
   RendezvousError,
   type Store,
+  toWellFormed,
 } from "@rendezvous/core";
 import type { ProducerIdentity } from "./auth.js";
 import { jsonBytesOver } from "./json-bounds.js";
@@ -207,15 +208,16 @@ export class IngestSystem {
   }
 }
 
-/** A short text for the rejection record: the message and the first issues (no payload values). */
+/** A short well-formed text for the rejection record: the message and the first issues (no payload values). */
 function refusalDetail(error: RendezvousError): string {
   const issues = error.details.issues as Array<{ path: unknown[]; message: string }> | undefined;
-  if (!issues?.length) return error.message;
+  if (!issues?.length) return toWellFormed(error.message);
   const first = issues
     .slice(0, 3)
     .map((i) => `${i.path.join(".") || "(event)"}: ${i.message}`)
     .join("; ");
-  return `${error.message}: ${first}`.slice(0, 300);
+  // a bad key is quoted as sent: cut and lone surrogates become U+FFFD, so the record can be stored
+  return toWellFormed(`${error.message}: ${first}`.slice(0, 300));
 }
 
 /**
