@@ -2,10 +2,14 @@
  * The producer routes (API.md, Events) as one encapsulated fastify plugin:
  * `POST /v1/events`, `POST /v1/events/batch`, `GET /v1/events/:producer/:eventId`.
  *
- * Bodies arrive as raw bytes (signatures cover them), bounded by `maxPayloadBytes`
- * (500 times that for a batch) before anything is parsed. Order per request:
- * size → credential → JSON → rate limit → validation → store. The error handler
- * answers every failure in the API error shape; bad input never gets a 5xx.
+ * The declared size and the credential are checked from the headers before any body
+ * byte is read (a wrong key, an unknown producer, no credential: `401`, and the
+ * connection is closed after it); only a signature's HMAC waits for the body. Bodies
+ * arrive as raw bytes (signatures cover them), bounded by `maxPayloadBytes` (500 times
+ * that for a batch) before anything is parsed. Order per request: declared size →
+ * credential (headers) → body budget → size read → signature → JSON → rate limit →
+ * validation → store. The
+ * error handler answers every failure in the API error shape; bad input never gets a 5xx.
  */
 import {
   type Config,
@@ -21,15 +25,19 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { encodeBatchAnswer } from "./answer.js";
 import {
   authenticateHost,
-  authenticateProducer,
+  authenticateProducerHeaders,
   type CredentialIndex,
   indexCredentials,
+  type ProducerHeaders,
   type ProducerIdentity,
   readTenant,
+  verifyProducerBody,
 } from "./auth.js";
+import { type BodyBudget, limitBodies } from "./body-budget.js";
 import { lingerAfterTooLarge, toApiError } from "./http-errors.js";
 import { type EventOutcome, IngestSystem, MAX_BATCH } from "./ingest.js";
 import { RateLimiter } from "./rate-limit.js";
+import { clientAborted, closeUnreadBodies } from "./unread-body.js";
 import { EventValidator, invalidEvent, MAX_JSON_DEPTH, parseJsonBody, poisonedPath, scanEvent } from "./validation.js";
 
 export interface IngestRoutesOptions {
@@ -41,6 +49,11 @@ export interface IngestRoutesOptions {
   metrics?: Metrics;
   /** clock for signature timestamps and the rate limit, ms @defaultValue Date.now */
   now?: () => number;
+  /**
+   * counts this plugin's bodies against a budget; leave it out when the server already
+   * counts every body (it does: `limitBodies` on the whole app) @defaultValue none
+   */
+  bodyBudget?: BodyBudget;
 }
 
 const EMPTY = Buffer.alloc(0);
@@ -91,13 +104,36 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => done(null, body));
 
+  // The declared size, then the credential, from the headers, before the body is read
+  // (fastify reads it after `onRequest`): a caller that names no producer of ours is
+  // refused at no cost.
+  app.decorateRequest("producerHeaders", null);
+  app.addHook("onRequest", async (request) => {
+    if (request.method !== "POST") return;
+    const declared = Number(request.headers["content-length"]);
+    if (declared > (request.routeOptions.bodyLimit ?? Number.POSITIVE_INFINITY)) {
+      throw new RendezvousError("payload_too_large");
+    }
+    (request as unknown as { producerHeaders: ProducerHeaders }).producerHeaders = authenticateProducerHeaders(
+      credentials,
+      request.headers,
+      now(),
+    );
+  });
+  closeUnreadBodies(app);
+  if (opts.bodyBudget) limitBodies(app, opts.bodyBudget);
+
   app.setErrorHandler((err, request, reply) => {
     const producerRoute = request.method === "POST";
     const apiError = toApiError(err, producerRoute);
-    if (apiError.statusCode >= 500) {
+    const aborted = clientAborted(request);
+    if (aborted) {
+      // the client's doing, and nobody is left to read the answer
+      logger.debug({ url: request.url, method: request.method, code: apiError.code }, "client aborted the request");
+    } else if (apiError.statusCode >= 500) {
       logger.error({ err, url: request.url, method: request.method }, "ingest request failed");
     }
-    if (apiError.code === "unauthorized" || apiError.code === "payload_too_large") {
+    if (apiError.code === "unauthorized" || apiError.code === "payload_too_large" || aborted) {
       if (producerRoute) metrics.eventsRejected.inc({ reason: apiError.code });
       // the claimed producer is no secret; the credential headers are never logged
       logger.debug({ code: apiError.code, claimed: request.headers["rendezvous-producer"] }, "request refused");
@@ -108,8 +144,11 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
     return reply.code(apiError.statusCode).send(apiError.toJSON());
   });
 
+  /** The producer whose headers `onRequest` verified, once the body verifies too. */
   function authenticate(request: FastifyRequest): ProducerIdentity {
-    return authenticateProducer(credentials, request.headers, rawBody(request), now());
+    const checked = (request as unknown as { producerHeaders: ProducerHeaders | null }).producerHeaders;
+    if (!checked) throw new RendezvousError("unauthorized");
+    return verifyProducerBody(checked, rawBody(request));
   }
 
   function limit(producer: ProducerIdentity, count: number): void {
