@@ -89,6 +89,10 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
         requestTimeoutMs: env.RENDEZVOUS_REQUEST_TIMEOUT_MS,
         maxHeaderBytes: env.RENDEZVOUS_MAX_HEADER_BYTES,
       },
+      bodyBudget: {
+        totalBytes: env.RENDEZVOUS_BODY_BUDGET_BYTES,
+        perClientBytes: env.RENDEZVOUS_BODY_BUDGET_PER_CLIENT_BYTES ?? Math.floor(env.RENDEZVOUS_BODY_BUDGET_BYTES / 4),
+      },
     });
     const port = Number(flags.port ?? env.RENDEZVOUS_PORT ?? env.PORT ?? (serveApi ? DEFAULT_API_PORT : 0));
     const host = flags.host ?? env.HOST ?? "127.0.0.1";

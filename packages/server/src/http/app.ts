@@ -6,7 +6,15 @@
  */
 import fastifySwagger from "@fastify/swagger";
 import { RendezvousError, type Resources } from "@rendezvous/core";
-import { frameworkErrors, indexCredentials, ingestRoutes, lingerAfterTooLarge, toApiError } from "@rendezvous/ingest";
+import {
+  type BodyBudgetOptions,
+  clientAborted,
+  frameworkErrors,
+  indexCredentials,
+  ingestRoutes,
+  lingerAfterTooLarge,
+  toApiError,
+} from "@rendezvous/ingest";
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, LogController } from "fastify";
 import {
   hasZodFastifySchemaValidationErrors,
@@ -16,6 +24,7 @@ import {
 } from "fastify-type-provider-zod";
 import { opsRoutes } from "../ops.js";
 import { adminQueues, BOARD_PATH } from "./admin.js";
+import { BodyBudget, DEFAULT_BODY_BUDGET, effectiveBodyBudget, HOST_BODY_LIMIT, limitRequestBodies } from "./bodies.js";
 import { consoleRoutes } from "./console.js";
 import { hostRoutes } from "./host-routes.js";
 import { DEFAULT_HTTP_LIMITS, type HttpLimits, limitOptions } from "./limits.js";
@@ -33,6 +42,11 @@ export interface AppDeps {
   queueNames?: string[];
   /** connection-level limits @defaultValue DEFAULT_HTTP_LIMITS */
   limits?: HttpLimits;
+  /**
+   * memory request bodies may hold, per process and per client address (raised to the
+   * largest body a route accepts) @defaultValue DEFAULT_BODY_BUDGET
+   */
+  bodyBudget?: BodyBudgetOptions;
 }
 
 interface Issue {
@@ -87,7 +101,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
-    bodyLimit: 1024 * 1024,
+    bodyLimit: HOST_BODY_LIMIT,
     // a bad URL (undecodable, over-long segment) in the API error shape
     frameworkErrors,
     // the drain answers in the API error shape (see drain below), not fastify's own 503 body
@@ -109,10 +123,18 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     } else {
       apiError = toApiError(err, false);
     }
-    if (apiError.statusCode >= 500) {
+    if (clientAborted(request)) {
+      // the client's doing, and nobody is left to read the answer
+      request.log.debug(
+        { url: request.url, method: request.method, code: apiError.code },
+        "client aborted the request",
+      );
+    } else if (apiError.statusCode >= 500) {
       request.log.error({ err, url: request.url, method: request.method }, "request failed");
     }
     lingerAfterTooLarge(apiError, request, reply);
+    const retryAfter = apiError.details.retryAfter;
+    if (typeof retryAfter === "number") void reply.header("retry-after", String(retryAfter));
     return reply.code(apiError.statusCode).send(apiError.toJSON());
   });
   app.setNotFoundHandler((_request, reply) => {
@@ -121,6 +143,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   drain(app);
+  const budget = new BodyBudget(effectiveBodyBudget(deps.bodyBudget ?? DEFAULT_BODY_BUDGET, res.config));
+  limitRequestBodies(app, budget, res.metrics.registry);
   await app.register(opsRoutes, { res, running: deps.running, roles: deps.roles });
   if (deps.api !== false) {
     await app.register(fastifySwagger, {
