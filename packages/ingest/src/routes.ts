@@ -108,10 +108,12 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
   // (fastify reads it after `onRequest`): a caller that names no producer of ours is
   // refused at no cost.
   app.decorateRequest("producerHeaders", null);
-  app.addHook("onRequest", async (request) => {
+  app.addHook("onRequest", async (request, reply) => {
     if (request.method !== "POST") return;
     const declared = Number(request.headers["content-length"]);
     if (declared > (request.routeOptions.bodyLimit ?? Number.POSITIVE_INFINITY)) {
+      // as fastify's own 413: closed after the answer, unless `lingerAfterTooLarge` keeps it
+      void reply.header("connection", "close");
       throw new RendezvousError("payload_too_large");
     }
     (request as unknown as { producerHeaders: ProducerHeaders }).producerHeaders = authenticateProducerHeaders(

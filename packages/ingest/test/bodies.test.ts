@@ -186,6 +186,25 @@ describe("credentials before bodies", () => {
   });
 });
 
+describe("a declared length over the route's bound", () => {
+  it("is 413 from the headers, before the credential; lingering (kept open) up to 64 MiB declared, closed beyond", async () => {
+    const s = await serve();
+    for (const [declared, closes] of [
+      [1_500_000, false],
+      [65 * 1024 * 1024, true],
+    ] as const) {
+      const c = await open(s.port, ATTACKER);
+      c.socket.write(
+        head("/v1/events/batch", { "Rendezvous-Producer": "acme/nobody", "Content-Length": String(declared) }),
+      );
+      await until(() => expect(status(c.data())).toBe(413));
+      expect(c.data().toLowerCase().includes("connection: close")).toBe(closes);
+      expect(s.budget.held).toBe(0);
+      c.socket.destroy();
+    }
+  });
+});
+
 describe("the body budget", () => {
   const signedHeaders = (length: number | "chunked") => ({
     "Rendezvous-Producer": "acme/billing",
