@@ -8,8 +8,8 @@
  * arrive as raw bytes (signatures cover them), bounded by `maxPayloadBytes` (500 times
  * that for a batch) before anything is parsed. Order per request: declared size →
  * credential (headers) → body budget → size read → signature → JSON → rate limit →
- * validation → store. The
- * error handler answers every failure in the API error shape; bad input never gets a 5xx.
+ * validation → store. The error handler answers every failure in the API error shape;
+ * bad input never gets a 5xx, nor does a client that went away.
  */
 import {
   type Config,
@@ -135,7 +135,9 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
     } else if (apiError.statusCode >= 500) {
       logger.error({ err, url: request.url, method: request.method }, "ingest request failed");
     }
-    if (apiError.code === "unauthorized" || apiError.code === "payload_too_large" || aborted) {
+    if (aborted) {
+      if (producerRoute) metrics.eventsRejected.inc({ reason: apiError.code });
+    } else if (apiError.code === "unauthorized" || apiError.code === "payload_too_large") {
       if (producerRoute) metrics.eventsRejected.inc({ reason: apiError.code });
       // the claimed producer is no secret; the credential headers are never logged
       logger.debug({ code: apiError.code, claimed: request.headers["rendezvous-producer"] }, "request refused");
