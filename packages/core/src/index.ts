@@ -84,6 +84,7 @@ export {
   Resolution,
   ResolutionKind,
   Text,
+  toWellFormed,
   type Unstorable,
   unstorable,
   Wait,

@@ -19,6 +19,15 @@ export function isWellFormed(s: string): boolean {
   return (s as string & { isWellFormed(): boolean }).isWellFormed();
 }
 
+/**
+ * `String.prototype.toWellFormed` (ES2024): each lone surrogate replaced by U+FFFD. For
+ * text the server writes about client input (a refusal's detail may quote a bad key):
+ * JSON.stringify escapes a lone surrogate, and Redis' cjson refuses that escape.
+ */
+export function toWellFormed(s: string): string {
+  return (s as string & { toWellFormed(): string }).toWellFormed();
+}
+
 /** What a number JSON reads as ±Infinity (beyond ±1.7976931348623157e308) is told. */
 export const NUMBER_OUT_OF_RANGE = "a number out of range: beyond ±1.7976931348623157e308 it reads as Infinity";
 

@@ -21,7 +21,14 @@ import {
   toEventRecord,
   toWait,
 } from "./records.js";
-import type { EventInput, EventRecord, HistoryWhat, Wait, WaitSpec } from "./schemas.js";
+import {
+  type EventInput,
+  type EventRecord,
+  type HistoryWhat,
+  toWellFormed,
+  type Wait,
+  type WaitSpec,
+} from "./schemas.js";
 import {
   annotateWaitArgs,
   appendEventsArgs,
@@ -436,7 +443,13 @@ export class Store {
       refusals.map((r) =>
         recordRejectionArgs(this.keys.partition(this.keys.matchPartition(tenant, r.eventType, r.correlationId)), {
           matchKey: this.keys.matchKey(tenant, r.eventType, r.correlationId),
-          refusal: JSON.stringify({ pr: r.producer, id: r.eventId, reason: r.reason, detail: r.detail?.slice(0, 500) }),
+          // well-formed: the script's cjson refuses the escape of a lone surrogate
+          refusal: JSON.stringify({
+            pr: r.producer,
+            id: r.eventId === undefined ? undefined : toWellFormed(r.eventId),
+            reason: r.reason,
+            detail: r.detail === undefined ? undefined : toWellFormed(r.detail.slice(0, 500)),
+          }),
           cap: REJECTIONS_KEPT,
           keepMs: this.config.retentionMs,
           now,

@@ -108,7 +108,7 @@ function matchesAny(token: string, digests: readonly Buffer[]): boolean {
   return ok && real;
 }
 
-interface ParsedSignature {
+export interface ParsedSignature {
   t: number;
   v1: Buffer[];
 }
@@ -141,15 +141,13 @@ export function computeSignature(secret: string, t: number, rawBody: Buffer | st
   return createHmac("sha256", secret).update(`${t}.`).update(rawBody).digest("hex");
 }
 
-function signatureValid(header: string, secrets: readonly string[], rawBody: Buffer, nowMs: number): boolean {
-  const parsed = parseSignatureHeader(header);
-  if (!parsed) return false;
-  if (Math.abs(nowMs / 1000 - parsed.t) > SIGNATURE_TOLERANCE_SEC) return false;
+/** Whether HMAC(secret, "<t>.<raw body>") of any secret equals any given `v1`; compares them all. */
+function hmacMatches(signature: ParsedSignature, secrets: readonly string[], rawBody: Buffer): boolean {
   const real = secrets.length > 0;
   let ok = false;
   for (const secret of real ? secrets : ["rendezvous: no such secret"]) {
-    const expected = createHmac("sha256", secret).update(`${parsed.t}.`).update(rawBody).digest();
-    for (const given of parsed.v1) {
+    const expected = createHmac("sha256", secret).update(`${signature.t}.`).update(rawBody).digest();
+    for (const given of signature.v1) {
       if (timingSafeEqual(expected, given)) ok = true;
     }
   }
@@ -157,8 +155,60 @@ function signatureValid(header: string, secrets: readonly string[], rawBody: Buf
 }
 
 /**
- * Authenticates a producer request. Every credential the request presents must
- * verify (a bearer key, a signature, or both), and it must present at least one.
+ * A producer whose headers verified: who it is, and the signature still to verify
+ * over the body (null when it sent none, and a verified bearer key alone).
+ */
+export interface ProducerHeaders {
+  readonly identity: ProducerIdentity;
+  readonly signature: { readonly parsed: ParsedSignature; readonly secrets: readonly string[] } | null;
+}
+
+/**
+ * Checks everything of a producer credential that the headers hold, before any body
+ * byte is read: a known `Rendezvous-Producer`, at least one credential, a bearer key
+ * that verifies, a well-formed signature header within the clock tolerance from a
+ * producer that has secrets. Only the signature's HMAC needs the body
+ * ({@link verifyProducerBody}): a caller that cannot name a producer with secrets
+ * cannot make the server read one.
+ * @throws RendezvousError `unauthorized`, alike for every failure
+ */
+export function authenticateProducerHeaders(
+  index: CredentialIndex,
+  headers: RequestHeaders,
+  nowMs: number = Date.now(),
+): ProducerHeaders {
+  const claimed = single(headers["rendezvous-producer"]);
+  const entry = claimed === undefined ? undefined : index.producers.get(claimed.trim());
+  const token = bearerToken(headers.authorization);
+  const header = single(headers["rendezvous-signature"]);
+  if (token === undefined && header === undefined) throw unauthorized();
+  let ok = true;
+  if (token !== undefined) ok = matchesAny(token, entry?.keyDigests ?? []) && ok;
+  const parsed = header === undefined ? null : parseSignatureHeader(header);
+  if (header !== undefined) {
+    const fresh = parsed !== null && Math.abs(nowMs / 1000 - parsed.t) <= SIGNATURE_TOLERANCE_SEC;
+    ok = fresh && (entry?.secrets.length ?? 0) > 0 && ok;
+  }
+  if (!ok || !entry) throw unauthorized();
+  return { identity: entry.identity, signature: parsed ? { parsed, secrets: entry.secrets } : null };
+}
+
+/**
+ * The producer of a request whose headers verified, once its body does: the
+ * signature (if any) must be an HMAC of these exact bytes.
+ * @throws RendezvousError `unauthorized`
+ */
+export function verifyProducerBody(checked: ProducerHeaders, rawBody: Buffer): ProducerIdentity {
+  if (checked.signature && !hmacMatches(checked.signature.parsed, checked.signature.secrets, rawBody)) {
+    throw unauthorized();
+  }
+  return checked.identity;
+}
+
+/**
+ * Authenticates a producer request (headers, then body). Every credential the request
+ * presents must verify (a bearer key, a signature, or both), and it must present at
+ * least one.
  * @param rawBody the exact bytes received (signatures cover them)
  * @throws RendezvousError `unauthorized`, alike for every failure
  */
@@ -168,16 +218,7 @@ export function authenticateProducer(
   rawBody: Buffer,
   nowMs: number = Date.now(),
 ): ProducerIdentity {
-  const claimed = single(headers["rendezvous-producer"]);
-  const entry = claimed === undefined ? undefined : index.producers.get(claimed.trim());
-  const token = bearerToken(headers.authorization);
-  const signature = single(headers["rendezvous-signature"]);
-  if (token === undefined && signature === undefined) throw unauthorized();
-  let ok = true;
-  if (token !== undefined) ok = matchesAny(token, entry?.keyDigests ?? []) && ok;
-  if (signature !== undefined) ok = signatureValid(signature, entry?.secrets ?? [], rawBody, nowMs) && ok;
-  if (!ok || !entry) throw unauthorized();
-  return entry.identity;
+  return verifyProducerBody(authenticateProducerHeaders(index, headers, nowMs), rawBody);
 }
 
 /**

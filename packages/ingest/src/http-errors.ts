@@ -88,13 +88,14 @@ export function toApiError(err: unknown, producerBody = true): RendezvousError {
     if (typeof fst.code === "string" && fst.code.startsWith("FST_ERR_CTP_")) {
       return new RendezvousError(badBody, undefined, { issues: [{ path: [], message: fst.message }] });
     }
-    const trouble = redisTrouble(err);
-    if (trouble) return redisUnavailable(trouble);
-    // Other fastify client errors (bad URL, aborted body…) are the client's fault.
+    // Other fastify client errors (bad URL, aborted body…) are the client's fault. Before
+    // the Redis test: an aborted body fails with ECONNRESET too, which is no Redis trouble.
     if (typeof fst.statusCode === "number" && fst.statusCode >= 400 && fst.statusCode < 500) {
       if (fst.statusCode === 413) return new RendezvousError("payload_too_large");
       return new RendezvousError(badBody, undefined, { issues: [{ path: [], message: fst.message }] });
     }
+    const trouble = redisTrouble(err);
+    if (trouble) return redisUnavailable(trouble);
   }
   return new RendezvousError("internal");
 }

@@ -1,17 +1,27 @@
 export {
   authenticateHost,
   authenticateProducer,
+  authenticateProducerHeaders,
   bearerToken,
   type CredentialIndex,
   computeSignature,
   type HostIdentity,
   indexCredentials,
+  type ProducerHeaders,
   type ProducerIdentity,
   parseSignatureHeader,
   type RequestHeaders,
   readTenant,
   SIGNATURE_TOLERANCE_SEC,
+  verifyProducerBody,
 } from "./auth.js";
+export {
+  BODY_BUDGET_RETRY_AFTER_SEC,
+  BodyBudget,
+  type BodyBudgetOptions,
+  clientKey,
+  limitBodies,
+} from "./body-budget.js";
 export {
   frameworkErrors,
   isUnavailable,
@@ -23,8 +33,10 @@ export {
   toApiError,
 } from "./http-errors.js";
 export { type EventOutcome, IngestSystem, type IngestSystemDeps, MAX_BATCH } from "./ingest.js";
+export { jsonBytesOver } from "./json-bounds.js";
 export { RateLimiter, type Take } from "./rate-limit.js";
 export { type IngestRoutesOptions, ingestRoutes } from "./routes.js";
+export { clientAborted, closeUnreadBodies } from "./unread-body.js";
 export {
   type Checked,
   EventValidator,

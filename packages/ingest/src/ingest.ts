@@ -12,8 +12,10 @@ import {
   type Metrics,
   RendezvousError,
   type Store,
+  toWellFormed,
 } from "@rendezvous/core";
 import type { ProducerIdentity } from "./auth.js";
+import { jsonBytesOver } from "./json-bounds.js";
 import { type EventValidator, invalidEvent, type Refused, readableId, readableMatchKey } from "./validation.js";
 
 /** Most events in one batch request. */
@@ -111,8 +113,9 @@ export class IngestSystem {
     const slots = batchEvents(body).map((raw): Slot => {
       const checked = this.#check(producer, raw);
       if (checked.kind === "refused") {
-        // too large wins over invalid, as it would for the body of a single send
-        return Buffer.byteLength(JSON.stringify(raw)) > max ? tooLarge(raw, max) : checked;
+        // too large wins over invalid, as it would for the body of a single send; measured
+        // without JSON.stringify, which would recurse through however deep the event nests
+        return jsonBytesOver(raw, max) ? tooLarge(raw, max) : checked;
       }
       // A valid event is measured from its parts: the canonical payload (which the
       // Store needs anyway) is as long as its JSON.stringify, so the payload is
@@ -205,15 +208,16 @@ export class IngestSystem {
   }
 }
 
-/** A short text for the rejection record: the message and the first issues (no payload values). */
+/** A short well-formed text for the rejection record: the message and the first issues (no payload values). */
 function refusalDetail(error: RendezvousError): string {
   const issues = error.details.issues as Array<{ path: unknown[]; message: string }> | undefined;
-  if (!issues?.length) return error.message;
+  if (!issues?.length) return toWellFormed(error.message);
   const first = issues
     .slice(0, 3)
     .map((i) => `${i.path.join(".") || "(event)"}: ${i.message}`)
     .join("; ");
-  return `${error.message}: ${first}`.slice(0, 300);
+  // a bad key is quoted as sent: cut and lone surrogates become U+FFFD, so the record can be stored
+  return toWellFormed(`${error.message}: ${first}`.slice(0, 300));
 }
 
 /**

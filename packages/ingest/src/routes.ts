@@ -2,10 +2,14 @@
  * The producer routes (docs/api.md, Events) as one encapsulated fastify plugin:
  * `POST /v1/events`, `POST /v1/events/batch`, `GET /v1/events/:producer/:eventId`.
  *
- * Bodies arrive as raw bytes (signatures cover them), bounded by `maxPayloadBytes`
- * (500 times that for a batch) before anything is parsed. Order per request:
- * size → credential → JSON → rate limit → validation → store. The error handler
- * answers every failure in the API error shape; bad input never gets a 5xx.
+ * The declared size and the credential are checked from the headers before any body
+ * byte is read (a wrong key, an unknown producer, no credential: `401`, and the
+ * connection is closed after it); only a signature's HMAC waits for the body. Bodies
+ * arrive as raw bytes (signatures cover them), bounded by `maxPayloadBytes` (500 times
+ * that for a batch) before anything is parsed. Order per request: declared size →
+ * credential (headers) → body budget → size read → signature → JSON → rate limit →
+ * validation → store. The error handler answers every failure in the API error shape;
+ * bad input never gets a 5xx, nor does a client that went away.
  */
 import {
   type Config,
@@ -21,16 +25,20 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { encodeBatchAnswer } from "./answer.js";
 import {
   authenticateHost,
-  authenticateProducer,
+  authenticateProducerHeaders,
   type CredentialIndex,
   indexCredentials,
+  type ProducerHeaders,
   type ProducerIdentity,
   readTenant,
+  verifyProducerBody,
 } from "./auth.js";
+import { type BodyBudget, limitBodies } from "./body-budget.js";
 import { lingerAfterTooLarge, sendApiError, toApiError } from "./http-errors.js";
 import { type EventOutcome, IngestSystem, MAX_BATCH } from "./ingest.js";
 import { RateLimiter } from "./rate-limit.js";
-import { EventValidator, invalidEvent, parseJsonBody, poisonedPath } from "./validation.js";
+import { clientAborted, closeUnreadBodies } from "./unread-body.js";
+import { EventValidator, invalidEvent, MAX_JSON_DEPTH, parseJsonBody, poisonedPath, scanEvent } from "./validation.js";
 
 export interface IngestRoutesOptions {
   store: Store;
@@ -41,6 +49,11 @@ export interface IngestRoutesOptions {
   metrics?: Metrics;
   /** clock for signature timestamps and the rate limit, ms @defaultValue Date.now */
   now?: () => number;
+  /**
+   * counts this plugin's bodies against a budget; leave it out when the server already
+   * counts every body (it does: `limitBodies` on the whole app) @defaultValue none
+   */
+  bodyBudget?: BodyBudget;
 }
 
 const EMPTY = Buffer.alloc(0);
@@ -49,11 +62,20 @@ function rawBody(request: FastifyRequest): Buffer {
   return Buffer.isBuffer(request.body) ? request.body : EMPTY;
 }
 
-/** A batch envelope with a prototype-poisoning key is refused whole (its events are checked one by one). */
-function refusePoisonedEnvelope(body: unknown): void {
+/**
+ * A batch envelope nesting too deep or holding a prototype-poisoning key is refused
+ * whole (its events are checked one by one).
+ */
+function refuseBadEnvelope(body: unknown): void {
   if (body === null || typeof body !== "object" || Array.isArray(body)) return;
   const { events: _events, ...envelope } = body as Record<string, unknown>;
-  const path = poisonedPath(envelope);
+  const scan = scanEvent(envelope);
+  if (scan.tooDeep) {
+    throw invalidEvent('a batch body is {"events": [...]}', [
+      { path: scan.tooDeep, message: `nested deeper than ${MAX_JSON_DEPTH} levels` },
+    ]);
+  }
+  const path = scan.poisoned ? poisonedPath(envelope) : null;
   if (path) {
     throw invalidEvent("body holds a forbidden key", [
       { path, message: "forbidden key (__proto__ or constructor.prototype)" },
@@ -82,10 +104,35 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => done(null, body));
 
+  // The declared size, then the credential, from the headers, before the body is read
+  // (fastify reads it after `onRequest`): a caller that names no producer of ours is
+  // refused at no cost.
+  app.decorateRequest("producerHeaders", null);
+  app.addHook("onRequest", async (request, reply) => {
+    if (request.method !== "POST") return;
+    const declared = Number(request.headers["content-length"]);
+    if (declared > (request.routeOptions.bodyLimit ?? Number.POSITIVE_INFINITY)) {
+      // as fastify's own 413: closed after the answer, unless `lingerAfterTooLarge` keeps it
+      void reply.header("connection", "close");
+      throw new RendezvousError("payload_too_large");
+    }
+    (request as unknown as { producerHeaders: ProducerHeaders }).producerHeaders = authenticateProducerHeaders(
+      credentials,
+      request.headers,
+      now(),
+    );
+  });
+  closeUnreadBodies(app);
+  if (opts.bodyBudget) limitBodies(app, opts.bodyBudget);
+
   app.setErrorHandler((err, request, reply) => {
     const producerRoute = request.method === "POST";
     const apiError = toApiError(err, producerRoute);
-    if (apiError.code === "unavailable") {
+    const aborted = clientAborted(request);
+    if (aborted) {
+      // the client's doing, and nobody is left to read the answer
+      logger.debug({ url: request.url, method: request.method, code: apiError.code }, "client aborted the request");
+    } else if (apiError.code === "unavailable") {
       logger.warn(
         { err: (err as Error).message, reason: apiError.details.reason, url: request.url },
         "store unavailable",
@@ -93,7 +140,9 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
     } else if (apiError.statusCode >= 500) {
       logger.error({ err, url: request.url, method: request.method }, "ingest request failed");
     }
-    if (apiError.code === "unauthorized" || apiError.code === "payload_too_large") {
+    if (aborted) {
+      if (producerRoute) metrics.eventsRejected.inc({ reason: apiError.code });
+    } else if (apiError.code === "unauthorized" || apiError.code === "payload_too_large") {
       if (producerRoute) metrics.eventsRejected.inc({ reason: apiError.code });
       // the claimed producer is no secret; the credential headers are never logged
       logger.debug({ code: apiError.code, claimed: request.headers["rendezvous-producer"] }, "request refused");
@@ -102,8 +151,11 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
     return sendApiError(reply, apiError);
   });
 
+  /** The producer whose headers `onRequest` verified, once the body verifies too. */
   function authenticate(request: FastifyRequest): ProducerIdentity {
-    return authenticateProducer(credentials, request.headers, rawBody(request), now());
+    const checked = (request as unknown as { producerHeaders: ProducerHeaders | null }).producerHeaders;
+    if (!checked) throw new RendezvousError("unauthorized");
+    return verifyProducerBody(checked, rawBody(request));
   }
 
   function limit(producer: ProducerIdentity, count: number): void {
@@ -125,7 +177,7 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
   app.post("/v1/events/batch", { bodyLimit: config.maxPayloadBytes * MAX_BATCH }, async (request, reply) => {
     const producer = authenticate(request);
     const body = parseJsonBody(rawBody(request));
-    refusePoisonedEnvelope(body);
+    refuseBadEnvelope(body);
     const events = (body as { events?: unknown } | null)?.events;
     limit(producer, Array.isArray(events) ? Math.min(Math.max(events.length, 1), MAX_BATCH) : 1);
     const outcomes = await ingest.batch(producer, body);

@@ -95,10 +95,14 @@ export function parseJsonBody(raw: Buffer): unknown {
 
 /**
  * Where `value` holds a prototype-poisoning key (`__proto__` anywhere, or `constructor`
- * holding `prototype`), or null. Iterative: no recursion to overflow.
+ * holding `prototype`), or null. Iterative: no recursion to overflow. A value nested
+ * deeper than an event may be is not searched (a path per node would cost its depth
+ * each): the answer is then the top-level field holding the deep part.
  */
 export function poisonedPath(value: unknown): Array<string | number> | null {
-  if (!scanEvent(value).poisoned) return null; // the common case, without building paths
+  const scan = scanEvent(value);
+  if (!scan.poisoned) return null; // the common case, without building paths
+  if (scan.tooDeep) return scan.tooDeep;
   const found = findInJson<Array<string | number>>(
     value,
     () => undefined,
@@ -114,40 +118,65 @@ export function poisonedPath(value: unknown): Array<string | number> | null {
 }
 
 /**
- * One walk over an event (no paths, no tuples: it runs for every event): whether it
- * holds a prototype-poisoning key anywhere, and whether its `payload` nests deeper
- * than MAX_JSON_DEPTH (as `nestedDeeperThan(payload, MAX_JSON_DEPTH)` says).
+ * Most levels of nesting of an event: its own object, then MAX_JSON_DEPTH for the
+ * payload. Every field is held to it, not only the payload: whatever a field holds
+ * reaches JSON.stringify, zod or the rejection record, which recurse.
  */
-function scanEvent(raw: unknown): { poisoned: boolean; payloadTooDeep: boolean } {
-  let payloadTooDeep = false;
+export const MAX_EVENT_DEPTH = MAX_JSON_DEPTH + 1;
+
+/** What {@link scanEvent} found. */
+export interface EventScan {
+  /** a prototype-poisoning key somewhere */
+  poisoned: boolean;
+  /** the top-level field (`[]`: the value itself) nesting deeper than MAX_EVENT_DEPTH, or null */
+  tooDeep: Array<string | number> | null;
+}
+
+/**
+ * One walk over an event (no paths, no tuples: it runs for every event): whether it
+ * holds a prototype-poisoning key anywhere, and whether any field nests deeper than
+ * MAX_EVENT_DEPTH (for the payload: deeper than MAX_JSON_DEPTH, as
+ * `nestedDeeperThan(payload, MAX_JSON_DEPTH)` says). It stops at the first level too
+ * deep, so a value of any depth costs at most its size.
+ */
+export function scanEvent(raw: unknown): EventScan {
+  let poisoned = false;
   const values: unknown[] = [raw];
-  // nesting level inside the payload (the payload object is 1); 0 = not in the payload
-  const levels: number[] = [0];
+  const levels: number[] = [1];
+  // the top-level field each value is in (undefined: the event itself)
+  const fields: Array<string | undefined> = [undefined];
   while (values.length > 0) {
     const v = values.pop();
     const level = levels.pop() as number;
+    const field = fields.pop();
     if (v === null || typeof v !== "object") continue;
-    if (level > MAX_JSON_DEPTH) payloadTooDeep = true;
-    const inner = level === 0 ? 0 : level + 1;
+    if (level > MAX_EVENT_DEPTH) return { poisoned, tooDeep: field === undefined ? [] : [field] };
     if (Array.isArray(v)) {
       for (const child of v) {
         values.push(child);
-        levels.push(inner);
+        levels.push(level + 1);
+        fields.push(field);
       }
       continue;
     }
     for (const key in v) {
       if (!Object.hasOwn(v, key)) continue;
       const child = (v as Record<string, unknown>)[key];
-      if (key === "__proto__") return { poisoned: true, payloadTooDeep };
-      if (key === "constructor" && child !== null && typeof child === "object" && Object.hasOwn(child, "prototype")) {
-        return { poisoned: true, payloadTooDeep };
+      if (key === "__proto__") poisoned = true;
+      else if (
+        key === "constructor" &&
+        child !== null &&
+        typeof child === "object" &&
+        Object.hasOwn(child, "prototype")
+      ) {
+        poisoned = true;
       }
       values.push(child);
-      levels.push(v === raw && key === "payload" ? 1 : inner);
+      levels.push(level + 1);
+      fields.push(v === raw ? key : field);
     }
   }
-  return { poisoned: false, payloadTooDeep };
+  return { poisoned, tooDeep: null };
 }
 
 function zodPath(path: readonly PropertyKey[]): Array<string | number> {
@@ -215,22 +244,23 @@ export class EventValidator {
 
   /** Validates one parsed event for a producer. */
   check(raw: unknown, producer: ProducerIdentity): Checked {
+    // depth first: nothing below (findInJson, zod, ajv) may see a value nested deeper
     const scan = scanEvent(raw);
-    if (scan.poisoned) {
+    if (scan.tooDeep) {
       return {
         ok: false,
-        error: invalidEvent("event holds a forbidden key", [
-          { path: poisonedPath(raw) ?? [], message: "forbidden key (__proto__ or constructor.prototype)" },
+        error: invalidEvent("event breaks the envelope", [
+          { path: scan.tooDeep, message: `nested deeper than ${MAX_JSON_DEPTH} levels` },
         ]),
         matchKey: readableMatchKey(raw),
         eventId: readableId(raw),
       };
     }
-    if (scan.payloadTooDeep) {
+    if (scan.poisoned) {
       return {
         ok: false,
-        error: invalidEvent("event breaks the envelope", [
-          { path: ["payload"], message: `nested deeper than ${MAX_JSON_DEPTH} levels` },
+        error: invalidEvent("event holds a forbidden key", [
+          { path: poisonedPath(raw) ?? [], message: "forbidden key (__proto__ or constructor.prototype)" },
         ]),
         matchKey: readableMatchKey(raw),
         eventId: readableId(raw),

@@ -75,6 +75,24 @@ export const Env = z.object({
    * @defaultValue 2500
    */
   RENDEZVOUS_REDIS_COMMAND_TIMEOUT_MS: z.coerce.number().int().min(50).max(600_000).default(DEFAULT_COMMAND_TIMEOUT_MS),
+  /**
+   * Most bytes of request bodies held in memory at once by this process (bodies are
+   * read whole before they are verified and parsed); beyond it, `503 unavailable`
+   * (`reason: "body_budget"`). Never below the largest body a route accepts.
+   * @defaultValue 67108864 (64 MiB)
+   */
+  RENDEZVOUS_BODY_BUDGET_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024 * 1024)
+    .default(64 * 1024 * 1024),
+  /**
+   * Most of that budget the requests of one client address (IPv6: one /64) may hold.
+   * Never below the largest body a route accepts. Behind a proxy every client has its
+   * address: set it to the budget.
+   * @defaultValue a quarter of RENDEZVOUS_BODY_BUDGET_BYTES
+   */
+  RENDEZVOUS_BODY_BUDGET_PER_CLIENT_BYTES: z.coerce.number().int().min(1024).optional(),
 });
 export type Env = z.infer<typeof Env>;
 

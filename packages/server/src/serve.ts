@@ -126,6 +126,10 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
         requestTimeoutMs: env.RENDEZVOUS_REQUEST_TIMEOUT_MS,
         maxHeaderBytes: env.RENDEZVOUS_MAX_HEADER_BYTES,
       },
+      bodyBudget: {
+        totalBytes: env.RENDEZVOUS_BODY_BUDGET_BYTES,
+        perClientBytes: env.RENDEZVOUS_BODY_BUDGET_PER_CLIENT_BYTES ?? Math.floor(env.RENDEZVOUS_BODY_BUDGET_BYTES / 4),
+      },
     });
     const url = await app.listen({ host, port, backlog: env.RENDEZVOUS_LISTEN_BACKLOG });
     log.info(

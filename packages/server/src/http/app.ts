@@ -7,6 +7,8 @@
 import fastifySwagger from "@fastify/swagger";
 import { RendezvousError, type Resources } from "@rendezvous/core";
 import {
+  type BodyBudgetOptions,
+  clientAborted,
   frameworkErrors,
   indexCredentials,
   ingestRoutes,
@@ -24,6 +26,7 @@ import {
 } from "fastify-type-provider-zod";
 import { opsRoutes } from "../ops.js";
 import { adminQueues, BOARD_PATH } from "./admin.js";
+import { BodyBudget, DEFAULT_BODY_BUDGET, effectiveBodyBudget, HOST_BODY_LIMIT, limitRequestBodies } from "./bodies.js";
 import { guardConnections } from "./connections.js";
 import { consoleRoutes } from "./console.js";
 import { hostRoutes } from "./host-routes.js";
@@ -42,6 +45,11 @@ export interface AppDeps {
   queueNames?: string[];
   /** connection-level limits @defaultValue DEFAULT_HTTP_LIMITS */
   limits?: HttpLimits;
+  /**
+   * memory request bodies may hold, per process and per client address (raised to the
+   * largest body a route accepts) @defaultValue DEFAULT_BODY_BUDGET
+   */
+  bodyBudget?: BodyBudgetOptions;
 }
 
 interface Issue {
@@ -96,7 +104,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
-    bodyLimit: 1024 * 1024,
+    bodyLimit: HOST_BODY_LIMIT,
     // a bad URL (undecodable, over-long segment) in the API error shape
     frameworkErrors,
     // the drain answers in the API error shape (see drain below), not fastify's own 503 body
@@ -119,7 +127,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     } else {
       apiError = toApiError(err, false);
     }
-    if (apiError.code === "unavailable") {
+    if (clientAborted(request)) {
+      // the client's doing, and nobody is left to read the answer
+      request.log.debug(
+        { url: request.url, method: request.method, code: apiError.code },
+        "client aborted the request",
+      );
+    } else if (apiError.code === "unavailable") {
       // Redis trouble is not a bug; under a frozen Redis every request ends here
       request.log.warn({ err: err.message, reason: apiError.details.reason, url: request.url }, "store unavailable");
     } else if (apiError.statusCode >= 500) {
@@ -134,6 +148,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   drain(app);
+  const budget = new BodyBudget(effectiveBodyBudget(deps.bodyBudget ?? DEFAULT_BODY_BUDGET, res.config));
+  limitRequestBodies(app, budget, res.metrics.registry);
   await app.register(opsRoutes, { res, running: deps.running, roles: deps.roles });
   if (deps.api !== false) {
     await app.register(fastifySwagger, {
