@@ -21,7 +21,7 @@ import {
   withinCommandTimeout,
 } from "@rendezvous/core";
 import { authenticateHost, type CredentialIndex, type HostIdentity, readTenant } from "@rendezvous/ingest";
-import type { FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyReply } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { MAX_JSON_DEPTH, nestedDeeperThan } from "./limits.js";
