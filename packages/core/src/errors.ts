@@ -27,6 +27,8 @@ export const errorCatalogue = {
   not_waiting: { status: 409, message: "wait is not waiting" },
   /** thrown when consume is called on a wait that is still waiting */
   not_resolved: { status: 409, message: "wait is not resolved yet" },
+  /** thrown when a continuation lease is acked or extended after it expired, was acked, or is another tenant's */
+  lease_expired: { status: 409, message: "the continuation lease has expired" },
   /** thrown when Redis or a role is not reachable */
   unavailable: { status: 503, message: "service unavailable" },
   /** thrown when a config file or the environment is invalid (startup only, never HTTP) */
