@@ -9,7 +9,7 @@
  * answered 2xx within 2 s. Those are availability bounds, not speed figures: the
  * benchmark (`npm run bench:hostile`) prints the legitimate p99 per case.
  */
-import { readFileSync } from "node:fs";
+import { appendFileSync, readFileSync } from "node:fs";
 import { type Agent, Agent as HttpAgent, request as httpRequest } from "node:http";
 import { connect, type Socket } from "node:net";
 import { expect } from "vitest";
@@ -102,33 +102,18 @@ function p(sorted: number[], q: number): number {
 let sequence = 0;
 
 /**
- * Runs `attack` (it resolves when the attack is over) while sampling the server's RSS
- * every 50 ms and sending legitimate requests from {@link LEGIT}: in turn a wait
- * registration, a wait read and an event, one at a time, each on a fresh connection
- * (a client that already holds a connection proves less).
+ * Legitimate traffic from {@link LEGIT} until `running()` turns false: in turn a wait
+ * registration, a wait read, an event and `/healthz`, one at a time, each on a fresh
+ * connection (a client that already holds a connection proves less).
  */
-export async function underAttack(
-  pid: number,
-  legit: LegitTraffic,
-  attack: () => Promise<void>,
-): Promise<AttackReport> {
-  const baselineRss = rssBytes(pid);
-  let peakRss = baselineRss;
-  const sampler = setInterval(() => {
-    try {
-      peakRss = Math.max(peakRss, rssBytes(pid));
-    } catch {
-      // the process is gone: the legitimate requests will say so
-    }
-  }, 50);
+async function legitTraffic(legit: LegitTraffic, running: () => boolean): Promise<Answer[]> {
   const answers: Answer[] = [];
-  let attacking = true;
   const agent: Agent = new HttpAgent({ keepAlive: false });
   const host = { authorization: `Bearer ${legit.hostKey}` };
   const producer = { authorization: `Bearer ${legit.producerKey}`, "rendezvous-producer": legit.producer };
-  const loop = (async () => {
-    const run = `legit-${process.pid}-${Date.now()}`;
-    while (attacking) {
+  const run = `legit-${process.pid}-${Date.now()}`;
+  try {
+    while (running()) {
       const n = sequence++;
       const reg = await send(legit.base, "POST", "/v1/waits", {
         headers: host,
@@ -148,19 +133,73 @@ export async function underAttack(
       answers.push(await send(legit.base, "GET", "/healthz", { agent }));
       await new Promise((r) => setTimeout(r, 20));
     }
-  })();
+  } finally {
+    agent.destroy();
+  }
+  return answers;
+}
+
+const p99Of = (answers: Answer[]): number =>
+  p(
+    answers.map((a) => a.ms).sort((a, b) => a - b),
+    0.99,
+  );
+
+/** How long the same legitimate traffic runs without an attack, for the benchmark's comparison. */
+const BASELINE_MS = 1500;
+
+/**
+ * Runs `attack` (it resolves when the attack is over) while sampling the server's RSS every
+ * 50 ms and sending legitimate traffic. When `RENDEZVOUS_HOSTILE_REPORT` names a file (the
+ * benchmark, `npm run bench:hostile`), the same traffic first runs for 1.5 s without the
+ * attack, and one JSON line per case is appended there: the legitimate p99 unloaded and under
+ * attack, the RSS growth. Tests assert bounds only, never those figures.
+ */
+export async function underAttack(
+  pid: number,
+  legit: LegitTraffic,
+  attack: () => Promise<void>,
+): Promise<AttackReport> {
+  const reportFile = process.env.RENDEZVOUS_HOSTILE_REPORT;
+  let baselineP99: number | undefined;
+  if (reportFile) {
+    const until = Date.now() + BASELINE_MS;
+    baselineP99 = p99Of(await legitTraffic(legit, () => Date.now() < until));
+  }
+  const baselineRss = rssBytes(pid);
+  let peakRss = baselineRss;
+  const sampler = setInterval(() => {
+    try {
+      peakRss = Math.max(peakRss, rssBytes(pid));
+    } catch {
+      // the process is gone: the legitimate requests will say so
+    }
+  }, 50);
+  let attacking = true;
+  const traffic = legitTraffic(legit, () => attacking);
   try {
     await attack();
   } finally {
     attacking = false;
-    await loop;
+    await traffic;
     clearInterval(sampler);
-    agent.destroy();
   }
+  const answers = await traffic;
   peakRss = Math.max(peakRss, rssBytes(pid));
   const failures = answers.filter((a) => a.status < 200 || a.status >= 300 || a.ms > MAX_LEGIT_MS);
-  const sorted = answers.map((a) => a.ms).sort((a, b) => a - b);
-  return { baselineRss, peakRss, legit: answers, failures, p99: p(sorted, 0.99) };
+  const report = { baselineRss, peakRss, legit: answers, failures, p99: p99Of(answers) };
+  if (reportFile) {
+    const line = {
+      case: expect.getState().currentTestName ?? "?",
+      requests: answers.length,
+      failures: failures.length,
+      baselineP99Ms: baselineP99,
+      p99Ms: report.p99,
+      rssGrowthMiB: (peakRss - baselineRss) / 2 ** 20,
+    };
+    appendFileSync(reportFile, `${JSON.stringify(line)}\n`);
+  }
+  return report;
 }
 
 /** The two bounds of every hostile case. */
