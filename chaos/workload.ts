@@ -12,7 +12,8 @@
  * consumed by continuation workers (BullMQ, `consume` claims once) and, for some, by
  * several explicit consumers racing.
  */
-import { ContinuationWorker, HostClient, signatureHeader } from "@rendezvous/client";
+import { HostClient, signatureHeader } from "@rendezvous/client";
+import { BullmqContinuationWorker } from "@rendezvous/client/bullmq";
 import type { ChaosHttp } from "./http.js";
 
 export const TENANT = "acme";
@@ -133,7 +134,7 @@ export class Workload {
     errors: [],
   };
   readonly #o: WorkloadOptions;
-  readonly #workers: ContinuationWorker[] = [];
+  readonly #workers: BullmqContinuationWorker[] = [];
   readonly #running = new Set<Promise<void>>();
   readonly #waitsById = new Map<string, WaitLog>();
   #stopped = false;
@@ -174,7 +175,7 @@ export class Workload {
     });
     const c = this.log.continuations;
     for (const name of ["cw-1", "cw-2"]) {
-      const w = new ContinuationWorker({
+      const w = new BullmqContinuationWorker({
         tenant: TENANT,
         host,
         name,

@@ -23,6 +23,7 @@ import { info, startBenchRedis } from "../lib/redis.js";
 import { correlationIds, EVENT_TYPE, load, machine, POSITION, PRODUCER, runId, TENANT } from "../lib/setup.js";
 import { sleep } from "../lib/stats.js";
 import { fmt, pct, printTable, progress, setProgressSink } from "../lib/table.js";
+import { continuationsBench } from "./continuations.js";
 import { event, ingest, oneAtATime, paced, registerTargets, startPath, type Target, throughput } from "./e2e.js";
 import { memoryCase, precision } from "./timeouts.js";
 
@@ -393,6 +394,20 @@ export async function main(): Promise<void> {
         ceiling: ofCeiling(two.drainPerSec),
       });
     }
+
+    // 8. continuations to a host: HTTP claim vs the BullMQ transport, same run, same waits
+    const cont = await scenario("8. continuations", 1, async (step) => {
+      const r = await continuationsBench(server.url, args.number("continuation-waits", 2000));
+      step();
+      return r;
+    });
+    results.continuations = cont;
+    add({
+      scenario: "8. continuations",
+      metric: `HTTP claim → consume → ack vs BullMQ transport → consume, continuations/s (${fmt(cont.waits)} waits each, 32 at once)`,
+      value: `${fmt(cont.httpPerSec)} vs ${fmt(cont.bullmqPerSec)} (×${cont.ratio.toFixed(2)})`,
+      target: `load ${cont.load}`,
+    });
 
     const order = (s: string) => Number(s.slice(0, 1));
     rows.sort((a, b) => order(a.scenario) - order(b.scenario));

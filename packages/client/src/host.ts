@@ -29,6 +29,28 @@ export interface ListFilter {
   cursor?: string;
 }
 
+/** One continuation leased over HTTP (docs/api.md, Continuations over HTTP). */
+export interface ContinuationLease {
+  /** opaque; names the lease in ack and extend */
+  leaseId: string;
+  waitId: string;
+  /** 1 on the first lease, + 1 each time an expired lease hands it out again */
+  attempt: number;
+  leaseExpiresAt: string;
+  wait: Wait;
+}
+
+export interface ClaimRequest {
+  /** the claiming worker's name (for logs) */
+  worker: string;
+  /** 1–100 @defaultValue 10 */
+  max?: number;
+  /** 1000–600000 @defaultValue 30000 */
+  leaseMs?: number;
+  /** long poll, 0–20000 @defaultValue 0 */
+  waitMs?: number;
+}
+
 export interface ConsumeResult {
   first: boolean;
   consumption: { by: string; at: string };
@@ -82,6 +104,30 @@ export class HostClient {
   async consume(waitId: string, worker: string): Promise<ConsumeResult> {
     const path = `/v1/waits/${encodeURIComponent(waitId)}/consume`;
     return (await this.#call("POST", path, { worker })).body as ConsumeResult;
+  }
+
+  /**
+   * Leases up to `max` continuations of the tenant; with `waitMs` a long poll that answers
+   * as soon as one is there. Each lease ends with `ackContinuation`, or expires and the
+   * continuation is handed out again. (A retried claim whose first answer was lost leaves
+   * those leases to expire: delivery is at least once, `consume` is the once.)
+   */
+  async claimContinuations(req: ClaimRequest, opts: { signal?: AbortSignal } = {}): Promise<ContinuationLease[]> {
+    const timeoutMs = (this.#opts.timeoutMs ?? 10_000) + (req.waitMs ?? 0);
+    const { body } = await this.#call("POST", "/v1/continuations/claim", req, true, { timeoutMs, signal: opts.signal });
+    return (body as { continuations: ContinuationLease[] }).continuations;
+  }
+
+  /** The continuation is done; throws `lease_expired` (409) when the lease is gone. */
+  async ackContinuation(leaseId: string): Promise<void> {
+    await this.#call("POST", `/v1/continuations/${encodeURIComponent(leaseId)}/ack`, undefined, true);
+  }
+
+  /** Extends a lease to `leaseMs` from now; the new expiry (ISO). */
+  async extendContinuationLease(leaseId: string, leaseMs?: number): Promise<string> {
+    const path = `/v1/continuations/${encodeURIComponent(leaseId)}/extend`;
+    const { body } = await this.#call("POST", path, leaseMs === undefined ? {} : { leaseMs }, true);
+    return (body as { leaseExpiresAt: string }).leaseExpiresAt;
   }
 
   async deliver(req: {
@@ -163,11 +209,12 @@ export class HostClient {
     path: string,
     body?: unknown,
     tenantScoped = false,
+    call: { timeoutMs?: number; signal?: AbortSignal } = {},
   ): Promise<{ status: number; body: unknown }> {
+    const timeoutMs = call.timeoutMs ?? this.#opts.timeoutMs ?? 10_000;
     let url = `${this.#base}${path}`;
     if (tenantScoped && this.#opts.tenant)
       url += `${url.includes("?") ? "&" : "?"}tenant=${encodeURIComponent(this.#opts.tenant)}`;
-    const timeoutMs = this.#opts.timeoutMs ?? 10_000;
     const headers: Record<string, string> = { authorization: `Bearer ${this.#opts.token}` };
     if (body !== undefined) headers["content-type"] = "application/json";
     return withRetry(async (): Promise<Attempt<{ status: number; body: unknown }>> => {
@@ -177,9 +224,12 @@ export class HostClient {
           method,
           headers,
           body: body === undefined ? undefined : JSON.stringify(body),
-          signal: AbortSignal.timeout(timeoutMs),
+          signal: call.signal
+            ? AbortSignal.any([call.signal, AbortSignal.timeout(timeoutMs)])
+            : AbortSignal.timeout(timeoutMs),
         });
       } catch (cause) {
+        if (call.signal?.aborted) throw cause; // the caller gave up: no retry
         return { done: false, error: new RendezvousNetworkError(`cannot reach ${url}`, { cause }) };
       }
       if (res.ok) return { done: true, value: { status: res.status, body: await res.json() } };

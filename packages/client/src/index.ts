@@ -1,9 +1,10 @@
+export type { BullmqContinuationWorker, BullmqContinuationWorkerOptions } from "./bullmq-worker.js";
+export { type Continuation, type ContinuationHandler, continuationQueue } from "./continuation.js";
 export {
-  type Continuation,
   ContinuationWorker,
   type ContinuationWorkerOptions,
-  continuationQueue,
-} from "./continuations.js";
+  type HttpContinuationWorkerOptions,
+} from "./continuation-worker.js";
 export {
   type ApiErrorBody,
   type ApiIssue,
@@ -11,7 +12,14 @@ export {
   RendezvousApiError,
   RendezvousNetworkError,
 } from "./errors.js";
-export { type ConsumeResult, HostClient, type HostClientOptions, type ListFilter } from "./host.js";
+export {
+  type ClaimRequest,
+  type ConsumeResult,
+  type ContinuationLease,
+  HostClient,
+  type HostClientOptions,
+  type ListFilter,
+} from "./host.js";
 export {
   type BatchResult,
   MAX_BATCH,

@@ -1,7 +1,7 @@
 /**
  * The HTTP app factory: `buildApp(deps)` returns a fastify instance with the
  * operations routes and, for the `api`/`start` roles, the producer routes (ingest),
- * the host routes, Bull Board at /admin/queues and the OpenAPI document at
+ * the host routes, the continuation routes, Bull Board at /admin/queues and the OpenAPI document at
  * /openapi.json. `main` only listens.
  */
 import fastifySwagger from "@fastify/swagger";
@@ -29,6 +29,7 @@ import { adminQueues, BOARD_PATH } from "./admin.js";
 import { BodyBudget, DEFAULT_BODY_BUDGET, effectiveBodyBudget, HOST_BODY_LIMIT, limitRequestBodies } from "./bodies.js";
 import { guardConnections } from "./connections.js";
 import { consoleRoutes } from "./console.js";
+import { continuationRoutes } from "./continuation-routes.js";
 import { hostRoutes } from "./host-routes.js";
 import { DEFAULT_HTTP_LIMITS, type HttpLimits, limitOptions } from "./limits.js";
 
@@ -179,6 +180,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         metrics: res.metrics,
       });
       await api.register(hostRoutes, { res, credentials, scheduleTimeout: deps.scheduleTimeout });
+      await api.register(continuationRoutes, { res, credentials });
     });
     await app.register(adminQueues, { res, queueNames: deps.queueNames ?? [] });
     await app.register(consoleRoutes, { res, credentials, boardPath: BOARD_PATH });

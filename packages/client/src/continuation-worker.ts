@@ -1,0 +1,146 @@
+/**
+ * `ContinuationWorker`: runs a handler once per continuation of the host's tenant.
+ *
+ * By default over HTTP with the host key alone (docs/api.md, Continuations over HTTP): it
+ * long-polls `claimContinuations` for as many leases as it has free slots, and for each one
+ * `consume`s the wait (first claimer wins), runs the handler when it is this worker's,
+ * extends the lease every half lease while the handler runs, and acknowledges it after. A
+ * handler that throws is not acknowledged: the lease expires and the continuation comes back
+ * (`attempt` + 1), to this worker or another.
+ *
+ * With `connection` (or `transport: "bullmq"`) it takes the continuations from the BullMQ
+ * queue in Redis instead (bullmq-worker.ts, loaded only then: this module imports neither
+ * bullmq nor ioredis).
+ */
+import type { BullmqContinuationWorker, BullmqContinuationWorkerOptions } from "./bullmq-worker.js";
+import { type ContinuationHandler, runOnce } from "./continuation.js";
+import { RendezvousApiError } from "./errors.js";
+import type { ContinuationLease, HostClient } from "./host.js";
+
+export interface HttpContinuationWorkerOptions {
+  /** over HTTP (the default) */
+  transport?: "http";
+  /** a client with the tenant's host key (or the admin token and `tenant`) */
+  host: HostClient;
+  /** this worker's name: recorded as the claimer */
+  name: string;
+  /** continuations handled at once @defaultValue 8 */
+  concurrency?: number;
+  /** lease asked for each continuation, 1000–600000 ms @defaultValue 30000 */
+  leaseMs?: number;
+  /** long poll of each claim, 0–20000 ms @defaultValue 10000 */
+  pollMs?: number;
+  /** called with what went wrong (a failed claim, handler, extend or ack); the worker carries on */
+  onError?: (err: unknown, lease?: ContinuationLease) => void;
+  handler: ContinuationHandler;
+}
+
+export type ContinuationWorkerOptions = HttpContinuationWorkerOptions | BullmqContinuationWorkerOptions;
+
+const isBullmq = (o: ContinuationWorkerOptions): o is BullmqContinuationWorkerOptions =>
+  o.transport === "bullmq" || (o as { connection?: unknown }).connection !== undefined;
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(t);
+        resolve();
+      },
+      { once: true },
+    );
+  });
+
+export class ContinuationWorker {
+  readonly #stop = new AbortController();
+  readonly #running = new Set<Promise<void>>();
+  #loop: Promise<void> | undefined;
+  #bullmq: Promise<BullmqContinuationWorker> | undefined;
+
+  constructor(opts: ContinuationWorkerOptions) {
+    if (isBullmq(opts)) {
+      this.#bullmq = import("./bullmq-worker.js").then((m) => new m.BullmqContinuationWorker(opts));
+      // a missing bullmq shows at close() (and here, once)
+      this.#bullmq.catch(() => undefined);
+    } else {
+      this.#loop = this.#run(opts);
+    }
+  }
+
+  async #run(opts: HttpContinuationWorkerOptions): Promise<void> {
+    const concurrency = opts.concurrency ?? 8;
+    const leaseMs = opts.leaseMs ?? 30_000;
+    const signal = this.#stop.signal;
+    let failures = 0;
+    let slotFreed: () => void = () => undefined;
+    while (!signal.aborted) {
+      const free = concurrency - this.#running.size;
+      if (free <= 0) {
+        await new Promise<void>((resolve) => {
+          slotFreed = resolve;
+        });
+        continue;
+      }
+      let leases: ContinuationLease[];
+      try {
+        leases = await opts.host.claimContinuations(
+          { worker: opts.name, max: free, leaseMs, waitMs: opts.pollMs ?? 10_000 },
+          { signal },
+        );
+        failures = 0;
+      } catch (err) {
+        if (signal.aborted) break;
+        opts.onError?.(err);
+        await sleep(Math.min(200 * 2 ** failures++, 5000), signal);
+        continue;
+      }
+      for (const lease of leases) {
+        const task = this.#handle(opts, lease, leaseMs).finally(() => {
+          this.#running.delete(task);
+          slotFreed();
+        });
+        this.#running.add(task);
+      }
+    }
+  }
+
+  async #handle(opts: HttpContinuationWorkerOptions, lease: ContinuationLease, leaseMs: number): Promise<void> {
+    const report = (err: unknown) => opts.onError?.(err, lease);
+    // keep the lease while the handler runs longer than half of it
+    const keep = setInterval(() => {
+      opts.host.extendContinuationLease(lease.leaseId, leaseMs).catch(report);
+    }, leaseMs / 2);
+    try {
+      await runOnce(opts.host, opts.name, lease.waitId, opts.handler);
+    } catch (err) {
+      report(err);
+      return; // not acknowledged: handed out again after the lease
+    } finally {
+      clearInterval(keep);
+    }
+    try {
+      await opts.host.ackContinuation(lease.leaseId);
+    } catch (err) {
+      // lease_expired: it went to another claimer meanwhile, whose consume finds it taken
+      if (!(err instanceof RendezvousApiError && err.code === "lease_expired")) report(err);
+    }
+  }
+
+  /** The BullMQ worker, with `connection` (undefined over HTTP). */
+  async bullmqWorker(): Promise<BullmqContinuationWorker | undefined> {
+    return this.#bullmq;
+  }
+
+  /** Stops claiming and waits for the handlers in progress (their leases are acknowledged). */
+  async close(): Promise<void> {
+    this.#stop.abort();
+    if (this.#bullmq) {
+      await (await this.#bullmq).close();
+      return;
+    }
+    await this.#loop;
+    await Promise.all([...this.#running]);
+  }
+}

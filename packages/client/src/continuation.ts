@@ -1,0 +1,43 @@
+/**
+ * What a host's continuation handler gets, and the once-only step every transport shares:
+ * `consume` (first claimer wins) before the handler. Delivery is at least once; `consume`
+ * is the once: the handler runs when this worker is the first claimer, or when it was the
+ * first claimer of an earlier delivery that did not finish (same worker name), so a crash
+ * between claim and handler is retried. No Redis, no BullMQ here.
+ */
+import type { Wait } from "@rendezvous/core";
+import type { HostClient } from "./host.js";
+
+/** BullMQ queue of a tenant's continuations (docs/api.md, Continuations). */
+export function continuationQueue(tenant: string): string {
+  return `continuations.${tenant}`;
+}
+
+export interface Continuation {
+  /** the wait as consumed (resolution, consumption, timeline) */
+  wait: Wait;
+  /** the resolving event's payload (kind `event`), the delivered payload (`deliver`), else null */
+  payload: Record<string, unknown> | null;
+  /** true when the deadline resolved it */
+  timedOut: boolean;
+}
+
+export type ContinuationHandler = (continuation: Continuation) => Promise<void>;
+
+/** Consumes the wait as `worker` and runs the handler if it is this worker's; whether it ran. */
+export async function runOnce(
+  host: HostClient,
+  worker: string,
+  waitId: string,
+  handler: ContinuationHandler,
+): Promise<boolean> {
+  const claimed = await host.consume(waitId, worker);
+  if (!claimed.first && claimed.consumption.by !== worker) return false; // another worker has it
+  const r = claimed.wait.resolution;
+  await handler({
+    wait: claimed.wait,
+    payload: r?.event?.payload ?? r?.payload ?? null,
+    timedOut: r?.kind === "timeout",
+  });
+  return true;
+}
