@@ -5,22 +5,16 @@
  * first claimer, or when it was the first claimer of an earlier delivery that did
  * not finish (same worker name), so a crash between claim and handler is retried.
  */
-import type { Wait } from "@rendezvous/core";
 import { type ConnectionOptions, Worker } from "bullmq";
+import type { Continuation } from "./continuation.js";
 import type { HostClient } from "./host.js";
+import type { Wait } from "./wire.js";
+
+export type { Continuation };
 
 /** BullMQ queue of a tenant's continuations (docs/api.md, Continuations). */
 export function continuationQueue(tenant: string): string {
   return `continuations.${tenant}`;
-}
-
-export interface Continuation {
-  /** the wait as consumed (resolution, consumption, timeline) */
-  wait: Wait;
-  /** the resolving event's payload (kind `event`), the delivered payload (`deliver`), else null */
-  payload: Record<string, unknown> | null;
-  /** true when the deadline resolved it */
-  timedOut: boolean;
 }
 
 export interface ContinuationWorkerOptions {

@@ -1,9 +1,8 @@
-export {
-  type Continuation,
-  ContinuationWorker,
-  type ContinuationWorkerOptions,
-  continuationQueue,
-} from "./continuations.js";
+/**
+ * `@rendezvous/client`: the producer and host clients over HTTP, with no dependency
+ * at run time beyond Node. The BullMQ transport is `@rendezvous/client/bullmq`.
+ */
+export type { Continuation } from "./continuation.js";
 export {
   type ApiErrorBody,
   type ApiIssue,
@@ -13,6 +12,11 @@ export {
 } from "./errors.js";
 export { type ConsumeResult, HostClient, type HostClientOptions, type ListFilter } from "./host.js";
 export {
+  ContinuationWorker,
+  type LegacyContinuationWorkerOptions as ContinuationWorkerOptions,
+  type QueueWorker,
+} from "./legacy-worker.js";
+export {
   type BatchResult,
   MAX_BATCH,
   ProducerClient,
@@ -20,5 +24,13 @@ export {
   type ProducerCredential,
   type PublishResult,
 } from "./producer.js";
+export type {
+  DeliverRequest,
+  EventTypeField,
+  LaunchAndWaitRequest,
+  WaitFields,
+  WaitForRequest,
+} from "./requests.js";
 export { type Attempt, backoff, type RetryOptions, withRetry } from "./retry.js";
 export { signatureHeader } from "./signing.js";
+export type * from "./wire.js";
