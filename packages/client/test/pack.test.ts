@@ -13,6 +13,7 @@ import {
   mkdirSync,
   mkdtempSync,
   readdirSync,
+  readFileSync,
   renameSync,
   rmSync,
   statSync,
@@ -36,12 +37,13 @@ const FORBIDDEN = ["@rendezvous/core", "@rendezvous/server", "pino", "prom-clien
 
 const HOST_KEY = "hk_pack";
 const SECRET = "whsec_pack";
+/** The dev config's shape (a `demo` tenant and producer), as the README's snippets expect. */
 const CONFIG = {
   partitions: 2,
   tenants: {
-    acme: {
+    demo: {
       hostKeys: [HOST_KEY],
-      producers: { billing: { secrets: [SECRET], eventTypes: ["payment.*"] } },
+      producers: { demo: { secrets: [SECRET], eventTypes: ["*"] } },
     },
   },
 };
@@ -235,6 +237,51 @@ describe("the packed client", () => {
     const wrong = await run(tsc, ["-p", "tsconfig.wrong.json"], app());
     expect(wrong.code).not.toBe(0);
     expect(wrong.stdout).toMatch(/wrong\.ts\(2,\d+\): error TS2322: Type 'number' is not assignable to type 'string'/);
+  });
+
+  it("type-checks and runs the README's snippets: the README shipped in the package", async () => {
+    const readme = readFileSync(join(app(), "node_modules", "@rendezvous", "client", "README.md"), "utf8");
+    const blocks = [...readme.matchAll(/^```ts([^\n]*)\n([\s\S]*?)^```$/gm)].map((m) => ({
+      tag: (m[1] ?? "").trim(),
+      code: m[2] ?? "",
+    }));
+    const hasHttp = readFileSync(
+      join(app(), "node_modules", "@rendezvous", "client", "dist", "host.d.ts"),
+      "utf8",
+    ).includes("claimContinuations");
+    // `bullmq` blocks need the optional peers, which this install leaves out on purpose;
+    // `http-worker` blocks need the HTTP transport in the installed package
+    const checked = blocks.filter((b) => b.tag === "" || (b.tag === "http-worker" && hasHttp));
+    console.log(
+      `README: ${blocks.length} TypeScript snippets, ${checked.length} type-checked (${blocks.length - checked.length} left: ${blocks
+        .filter((b) => !checked.includes(b))
+        .map((b) => b.tag)
+        .join(", ")})`,
+    );
+    expect(checked.length).toBeGreaterThanOrEqual(4);
+    const files = checked.map((b, i) => {
+      writeFileSync(join(app(), `readme-${i}.ts`), b.code);
+      return `readme-${i}.ts`;
+    });
+    writeFileSync(
+      join(app(), "tsconfig.readme.json"),
+      JSON.stringify({ extends: "./tsconfig.json", compilerOptions: { outDir: "readme-out" }, files }),
+    );
+    const r = await run(tsc, ["-p", "tsconfig.readme.json"], app());
+    expect(r.stdout + r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    // and they run, in order, against the server (the producer's events are there for the waits after it)
+    const env = cleanEnv({ RDV_URL: url, RDV_HOST_KEY: HOST_KEY, RDV_SECRET: SECRET });
+    const outputs: string[] = [];
+    for (const file of files) {
+      const ran = await run(process.execPath, [join("readme-out", file.replace(/\.ts$/, ".js"))], app(), env, 20_000);
+      expect(ran.stderr, file).toBe("");
+      expect(ran.code, file).toBe(0);
+      outputs.push(ran.stdout);
+    }
+    const all = outputs.join("\n");
+    for (const said of ["accepted", "invalid_event", "409 event_id_conflict", "not_waiting"])
+      expect(all).toContain(said);
   });
 
   it("runs the host program with plain node: register, publish, the continuation, consumed once", async () => {

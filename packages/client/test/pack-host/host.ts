@@ -5,7 +5,7 @@
  * wait, publishes the event, receives the continuation, consumes it once, and prints
  * one JSON line of what it saw.
  *
- * Env: RDV_URL, RDV_HOST_KEY, RDV_SECRET (producer acme/billing), RDV_RUN (unique per run).
+ * Env: RDV_URL, RDV_HOST_KEY, RDV_SECRET (producer demo/demo), RDV_RUN (unique per run).
  */
 import {
   type Continuation,
@@ -26,7 +26,7 @@ function env(name: string): string {
 const baseUrl = env("RDV_URL");
 const run = env("RDV_RUN");
 const host = new HostClient({ baseUrl, token: env("RDV_HOST_KEY") });
-const producer = new ProducerClient({ baseUrl, tenant: "acme", producer: "billing", secret: env("RDV_SECRET") });
+const producer = new ProducerClient({ baseUrl, tenant: "demo", producer: "demo", secret: env("RDV_SECRET") });
 
 const spec = {
   runId: `order-${run}`,
