@@ -299,6 +299,43 @@ describe("the packed client", () => {
     expect(r.stderr).toMatch(/Cannot find package 'bullmq'/);
   });
 
+  it("with the peers installed, ./bullmq type-checks (the README's BullMQ snippet) and loads", async () => {
+    const peer = join(project, "with-bullmq");
+    mkdirSync(peer);
+    writeFileSync(join(peer, "package.json"), JSON.stringify({ name: "bullmq-host", private: true, type: "module" }));
+    const tarball = readdirSync(project).find((f) => f.endsWith(".tgz")) as string;
+    // the workspace's versions (the lockfile's majors, as the README says)
+    const version = (name: string): string =>
+      JSON.parse(readFileSync(join(workspace, "node_modules", name, "package.json"), "utf8")).version;
+    const peers = [`bullmq@${version("bullmq")}`, `ioredis@${version("ioredis")}`];
+    await ok("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", join(project, tarball), ...peers], peer);
+    const packages = installedPackages(join(peer, "node_modules"));
+    console.log(`with ${peers.join(" ")}: ${packages.length} packages, du ${duKb(join(peer, "node_modules"))} KB`);
+    expect(packages).toEqual(expect.arrayContaining(["@rendezvous/client", "bullmq", "ioredis"]));
+    expect(packages).not.toContain("@rendezvous/core");
+    const readme = readFileSync(join(peer, "node_modules", "@rendezvous", "client", "README.md"), "utf8");
+    const block = /^```ts bullmq\n([\s\S]*?)^```$/m.exec(readme)?.[1];
+    expect(block).toBeDefined();
+    writeFileSync(join(peer, "worker.ts"), block as string);
+    writeFileSync(
+      join(peer, "tsconfig.json"),
+      readFileSync(join(app(), "tsconfig.json"), "utf8").replace('"host.ts"', '"worker.ts"'),
+    );
+    const checked = await run(tsc, ["-p", "tsconfig.json", "--noEmit"], peer);
+    expect(checked.stdout + checked.stderr).toBe("");
+    expect(checked.code).toBe(0);
+    const loaded = await run(
+      process.execPath,
+      [
+        "--input-type=module",
+        "-e",
+        'const m = await import("@rendezvous/client/bullmq"); console.log(m.continuationQueue("demo"), typeof m.ContinuationWorker)',
+      ],
+      peer,
+    );
+    expect(loaded.stdout.trim()).toBe("continuations.demo function");
+  }, 60_000);
+
   for (const major of [22, 24]) {
     it(`runs the same program under Node ${major}`, async (ctx) => {
       const node = await nodeBinary(major);
