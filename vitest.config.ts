@@ -5,9 +5,13 @@ import { configDefaults, defineConfig } from "vitest/config";
 const conditions = ["@rendezvous/source", ...defaultServerConditions];
 const src = (pkg: string) => fileURLToPath(new URL(`./packages/${pkg}/src/index.ts`, import.meta.url));
 /** Tests (and the global setup) run the workspace packages from their sources. */
-const alias = Object.fromEntries(
-  ["core", "ingest", "matcher", "scheduler", "client", "server", "testkit"].map((p) => [`@rendezvous/${p}`, src(p)]),
-);
+const alias = {
+  // a subpath entry before its package: an alias also matches `name/…`
+  "@rendezvous/client/bullmq": fileURLToPath(new URL("./packages/client/src/bullmq.ts", import.meta.url)),
+  ...Object.fromEntries(
+    ["core", "ingest", "matcher", "scheduler", "client", "server", "testkit"].map((p) => [`@rendezvous/${p}`, src(p)]),
+  ),
+};
 
 /**
  * Scenarios that run a second time against a local 3-master Redis Cluster (project

@@ -5,10 +5,11 @@
  * (consume, then the handler). The HTTP transport (continuation-worker.ts) needs only a
  * host key. This module is the only one of the client that imports bullmq.
  */
-import type { Wait } from "@rendezvous/core";
+
 import { type ConnectionOptions, Worker } from "bullmq";
 import { type ContinuationHandler, continuationQueue, runOnce } from "./continuation.js";
 import type { HostClient } from "./host.js";
+import type { Wait } from "./wire.js";
 
 /** A continuation re-delivered after a crashed worker is never failed for it (BullMQ's maxStalledCount). */
 const NEVER_FAIL = 1_000_000_000;

@@ -5,8 +5,8 @@
  * first claimer of an earlier delivery that did not finish (same worker name), so a crash
  * between claim and handler is retried. No Redis, no BullMQ here.
  */
-import type { Wait } from "@rendezvous/core";
 import type { HostClient } from "./host.js";
+import type { Wait } from "./wire.js";
 
 /** BullMQ queue of a tenant's continuations (docs/api.md, Continuations). */
 export function continuationQueue(tenant: string): string {

@@ -1,4 +1,4 @@
-import type { ErrorCode } from "@rendezvous/core";
+import type { ErrorCode } from "./wire.js";
 
 /** One `{path, message}` of an `invalid_event` / `invalid_request` answer. */
 export interface ApiIssue {

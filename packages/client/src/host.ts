@@ -2,10 +2,12 @@
  * A typed host client for the wait API (docs/api.md, Waits and Direct delivery): the
  * calls a workflow engine or agent runtime makes, and the reads operators make.
  */
-import type { EventRecord, Explanation, Wait, WaitSpec, WaitState } from "@rendezvous/core";
+
 import { isRetryableStatus, RendezvousApiError, RendezvousNetworkError } from "./errors.js";
 import { errorBody } from "./producer.js";
+import { type DeliverRequest, type LaunchAndWaitRequest, type WaitForRequest, waitSpecOf } from "./requests.js";
 import { type Attempt, type RetryOptions, withRetry } from "./retry.js";
+import type { EventRecord, Explanation, Wait, WaitSpec, WaitState } from "./wire.js";
 
 export type HostClientOptions = RetryOptions & {
   /** e.g. `http://127.0.0.1:8080` */
@@ -130,12 +132,7 @@ export class HostClient {
     return (body as { leaseExpiresAt: string }).leaseExpiresAt;
   }
 
-  async deliver(req: {
-    eventType: string;
-    correlationId?: string;
-    payload?: Record<string, unknown>;
-    all?: boolean;
-  }): Promise<{ delivered: string[]; matched: number }> {
+  async deliver(req: DeliverRequest): Promise<{ delivered: string[]; matched: number }> {
     return (await this.#call("POST", "/v1/deliver", req, true)).body as { delivered: string[]; matched: number };
   }
 
@@ -143,23 +140,10 @@ export class HostClient {
    * Registers a wait and polls until it settles: the payload of the event (or
    * delivery) that resolved it, or null when it timed out or was cancelled — the
    * `waitForEvent` shape. For a process that can stay alive; a durable run instead
-   * registers and takes its continuation from the queue (ContinuationWorker).
+   * registers and takes its continuation from a ContinuationWorker.
    */
-  async waitFor(req: {
-    runId: string;
-    position: string;
-    event: string;
-    correlationId: string;
-    timeoutMs: number;
-    pollMs?: number;
-  }): Promise<Record<string, unknown> | null> {
-    let { wait } = await this.registerWait({
-      runId: req.runId,
-      position: req.position,
-      eventType: req.event,
-      correlationId: req.correlationId,
-      timeoutMs: req.timeoutMs,
-    });
+  async waitFor(req: WaitForRequest): Promise<Record<string, unknown> | null> {
+    let { wait } = await this.registerWait(waitSpecOf(req));
     while (wait.state === "waiting") {
       await new Promise((r) => setTimeout(r, req.pollMs ?? 200));
       wait = await this.getWait(wait.id);
@@ -176,24 +160,8 @@ export class HostClient {
    * job id (or has settled) is not launched again; a crash between launch and attach
    * re-launches with the same idempotency key, which the job's system deduplicates.
    */
-  async launchAndWait(req: {
-    runId: string;
-    position: string;
-    eventType: string;
-    correlationId: string;
-    timeoutMs?: number;
-    metadata?: Record<string, unknown>;
-    /** starts the external job; returns its id */
-    launch: (ctx: { idempotencyKey: string; waitId: string }) => Promise<string>;
-  }): Promise<Wait> {
-    const { wait } = await this.registerWait({
-      runId: req.runId,
-      position: req.position,
-      eventType: req.eventType,
-      correlationId: req.correlationId,
-      timeoutMs: req.timeoutMs,
-      metadata: req.metadata,
-    });
+  async launchAndWait(req: LaunchAndWaitRequest): Promise<Wait> {
+    const { wait } = await this.registerWait(waitSpecOf(req));
     if (wait.state !== "waiting" || wait.externalJobId) return wait;
     const jobId = await req.launch({ idempotencyKey: req.correlationId, waitId: wait.id });
     return this.attachJob(wait.id, jobId);

@@ -1,5 +1,10 @@
+/**
+ * `@rendezvous/client`: the producer and host clients over HTTP and the continuation
+ * worker over HTTP, with no dependency at run time beyond Node. The BullMQ transport is
+ * `@rendezvous/client/bullmq` (optional peers `bullmq` and `ioredis`).
+ */
 export type { BullmqContinuationWorker, BullmqContinuationWorkerOptions } from "./bullmq-worker.js";
-export { type Continuation, type ContinuationHandler, continuationQueue } from "./continuation.js";
+export type { Continuation, ContinuationHandler } from "./continuation.js";
 export {
   ContinuationWorker,
   type ContinuationWorkerOptions,
@@ -28,5 +33,13 @@ export {
   type ProducerCredential,
   type PublishResult,
 } from "./producer.js";
+export type {
+  DeliverRequest,
+  EventTypeField,
+  LaunchAndWaitRequest,
+  WaitFields,
+  WaitForRequest,
+} from "./requests.js";
 export { type Attempt, backoff, type RetryOptions, withRetry } from "./retry.js";
 export { signatureHeader } from "./signing.js";
+export type * from "./wire.js";

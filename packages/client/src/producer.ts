@@ -2,10 +2,11 @@
  * A typed producer client: signs (or keys) each request, retries what is safe to
  * retry, and answers typed results or throws a typed error with the API code.
  */
-import type { EventInput, EventRecord } from "@rendezvous/core";
+
 import { type ApiErrorBody, isRetryableStatus, RendezvousApiError, RendezvousNetworkError } from "./errors.js";
 import { type Attempt, type RetryOptions, withRetry } from "./retry.js";
 import { signatureHeader } from "./signing.js";
+import type { EventInput, EventRecord } from "./wire.js";
 
 /** Credentials: an HMAC secret (the request is signed) or a bearer key. */
 export type ProducerCredential = { secret: string; key?: undefined } | { key: string; secret?: undefined };

@@ -1,0 +1,161 @@
+/**
+ * The wire types of docs/api.md as plain TypeScript: what the client sends and reads.
+ * The server derives the same shapes from its zod schemas (`@rendezvous/core`); the
+ * client keeps its own copy so that its published types need no other package (no
+ * zod, no engine). `test/wire-types.test.ts` checks both ways that each type here
+ * equals core's, so `npm run typecheck` fails the moment they drift.
+ */
+
+/** A JSON object as sent or stored (`payload`, `metadata`). */
+export type JsonObject = Record<string, unknown>;
+
+/** The event envelope a producer sends (docs/api.md, Events). */
+export interface EventInput {
+  /** unique per tenant and producer: the dedup key (1–200) */
+  id: string;
+  /** `^[a-z0-9][a-z0-9._-]{0,127}$` */
+  type: string;
+  /** 1–256 */
+  correlationId: string;
+  /** ISO time of the fact (set once; not a send time) */
+  occurredAt?: string | undefined;
+  payload?: JsonObject | undefined;
+}
+
+/** The body of `POST /v1/waits` (docs/api.md, Waits). */
+export interface WaitSpec {
+  runId: string;
+  position: string;
+  eventType: string;
+  correlationId: string;
+  /** give `timeoutMs` or `deadline`, not both */
+  timeoutMs?: number | undefined;
+  /** ISO time */
+  deadline?: string | undefined;
+  /** ISO time: events accepted since then may resolve the wait */
+  since?: string | undefined;
+  externalJobId?: string | undefined;
+  metadata?: JsonObject | undefined;
+}
+
+export type WaitState = "waiting" | "resolved" | "timed_out" | "cancelled";
+
+export type ResolutionKind = "event" | "timeout" | "cancel" | "deliver";
+
+/** A reference to an accepted event. */
+export interface EventRef {
+  producer: string;
+  id: string;
+  acceptedAt: string;
+  streamId: string;
+}
+
+/** The event that resolved a wait. */
+export interface ResolvingEvent extends EventRef {
+  payload: JsonObject | null;
+}
+
+export interface Resolution {
+  kind: ResolutionKind;
+  at: string;
+  /** the resolving event (kind `event`): its reference and payload */
+  event?: ResolvingEvent | undefined;
+  /** the deadline that passed (kind `timeout`) */
+  deadline?: string | undefined;
+  /** the delivered payload (kind `deliver`) */
+  payload?: JsonObject | null | undefined;
+}
+
+export type HistoryWhat =
+  | "registered"
+  | "job_attached"
+  | "resolved"
+  | "late_event"
+  | "duplicate_ignored"
+  | "continuation_dispatched"
+  | "consumed"
+  | "sweeper_rescheduled";
+
+/** One timeline entry; entries carry more fields per `what`. */
+export interface HistoryEntry {
+  at: string;
+  what: HistoryWhat;
+  [field: string]: unknown;
+}
+
+export interface Consumption {
+  by: string;
+  at: string;
+}
+
+/** A wait as the API shows it. */
+export interface Wait {
+  id: string;
+  tenant: string;
+  runId: string;
+  position: string;
+  eventType: string;
+  correlationId: string;
+  state: WaitState;
+  createdAt: string;
+  deadline: string | null;
+  since: string | null;
+  externalJobId: string | null;
+  metadata: JsonObject | null;
+  resolution: Resolution | null;
+  consumption: Consumption | null;
+  lateEvents: EventRef[];
+  history: HistoryEntry[];
+}
+
+export type EventStatus = "pending" | "matched" | "buffered" | "late" | "expired";
+
+/** An accepted event as `GET /v1/events/{producer}/{eventId}` shows it. */
+export interface EventRecord {
+  id: string;
+  tenant: string;
+  producer: string;
+  type: string;
+  correlationId: string;
+  occurredAt: string | null;
+  acceptedAt: string;
+  streamId: string;
+  status: EventStatus;
+  matchedWaits: string[];
+  lateFor: string[];
+}
+
+export type Verdict =
+  | "resolved"
+  | "timed_out"
+  | "cancelled"
+  | "backlog"
+  | "correlation_mismatch"
+  | "rejected_signal"
+  | "no_signal";
+
+/** The answer of `GET /v1/waits/{id}/explain`. */
+export interface Explanation {
+  state: WaitState;
+  verdict: Verdict;
+  details: Record<string, unknown>;
+}
+
+/** Every error code of docs/api.md (Errors). */
+export type ErrorCode =
+  | "unauthorized"
+  | "rate_limited"
+  | "forbidden_event_type"
+  | "not_found"
+  | "invalid_request"
+  | "invalid_event"
+  | "payload_too_large"
+  | "event_id_conflict"
+  | "wait_conflict"
+  | "ambiguous"
+  | "not_waiting"
+  | "not_resolved"
+  | "lease_expired"
+  | "unavailable"
+  | "invalid_config"
+  | "internal";
