@@ -12,7 +12,7 @@
  * queue in Redis instead (bullmq-worker.ts, loaded only then: this module imports neither
  * bullmq nor ioredis).
  */
-import type { BullmqContinuationWorker, BullmqContinuationWorkerOptions } from "./bullmq-worker.js";
+import type { BullmqContinuationWorkerOptions } from "./bullmq-worker.js";
 import { type ContinuationHandler, runOnce } from "./continuation.js";
 import { RendezvousApiError } from "./errors.js";
 import type { ContinuationLease, HostClient } from "./host.js";
@@ -35,9 +35,35 @@ export interface HttpContinuationWorkerOptions {
   handler: ContinuationHandler;
 }
 
-export type ContinuationWorkerOptions = HttpContinuationWorkerOptions | BullmqContinuationWorkerOptions;
+/**
+ * The BullMQ transport's options as the main entry takes them. `connection` is opaque here
+ * (ioredis options, an ioredis instance or Cluster) so that the main entry's types name
+ * nothing of bullmq, an optional peer; `@rendezvous/client/bullmq` has its precise type.
+ */
+export interface QueueContinuationWorkerOptions {
+  /** selects this transport (the presence of `connection` does too) */
+  transport?: "bullmq";
+  tenant: string;
+  host: HostClient;
+  /** this worker's name: recorded as the claimer */
+  name: string;
+  /** Redis of the rendezvous deployment (bullmq's `ConnectionOptions`) */
+  connection: object;
+  /** BullMQ prefix = RENDEZVOUS_PREFIX (`{rdv}` on a Redis Cluster) @defaultValue "rdv" */
+  prefix?: string;
+  /** @defaultValue 8 */
+  concurrency?: number;
+  handler: ContinuationHandler;
+}
 
-const isBullmq = (o: ContinuationWorkerOptions): o is BullmqContinuationWorkerOptions =>
+export type ContinuationWorkerOptions = HttpContinuationWorkerOptions | QueueContinuationWorkerOptions;
+
+/** What the main entry keeps of the BullMQ worker it loaded. */
+interface Closable {
+  close(): Promise<void>;
+}
+
+const isBullmq = (o: ContinuationWorkerOptions): o is QueueContinuationWorkerOptions =>
   o.transport === "bullmq" || (o as { connection?: unknown }).connection !== undefined;
 
 const sleep = (ms: number, signal: AbortSignal) =>
@@ -57,11 +83,14 @@ export class ContinuationWorker {
   readonly #stop = new AbortController();
   readonly #running = new Set<Promise<void>>();
   #loop: Promise<void> | undefined;
-  #bullmq: Promise<BullmqContinuationWorker> | undefined;
+  #bullmq: Promise<Closable> | undefined;
 
   constructor(opts: ContinuationWorkerOptions) {
     if (isBullmq(opts)) {
-      this.#bullmq = import("./bullmq-worker.js").then((m) => new m.BullmqContinuationWorker(opts));
+      // `connection` is bullmq's ConnectionOptions; its type lives in ./bullmq only
+      this.#bullmq = import("./bullmq-worker.js").then(
+        (m) => new m.BullmqContinuationWorker(opts as BullmqContinuationWorkerOptions),
+      );
       // a missing bullmq shows at close() (and here, once)
       this.#bullmq.catch(() => undefined);
     } else {
@@ -126,11 +155,6 @@ export class ContinuationWorker {
       // lease_expired: it went to another claimer meanwhile, whose consume finds it taken
       if (!(err instanceof RendezvousApiError && err.code === "lease_expired")) report(err);
     }
-  }
-
-  /** The BullMQ worker, with `connection` (undefined over HTTP). */
-  async bullmqWorker(): Promise<BullmqContinuationWorker | undefined> {
-    return this.#bullmq;
   }
 
   /** Stops claiming and waits for the handlers in progress (their leases are acknowledged). */

@@ -3,12 +3,12 @@
  * worker over HTTP, with no dependency at run time beyond Node. The BullMQ transport is
  * `@rendezvous/client/bullmq` (optional peers `bullmq` and `ioredis`).
  */
-export type { BullmqContinuationWorker, BullmqContinuationWorkerOptions } from "./bullmq-worker.js";
 export type { Continuation, ContinuationHandler } from "./continuation.js";
 export {
   ContinuationWorker,
   type ContinuationWorkerOptions,
   type HttpContinuationWorkerOptions,
+  type QueueContinuationWorkerOptions,
 } from "./continuation-worker.js";
 export {
   type ApiErrorBody,
