@@ -1,6 +1,7 @@
 /**
  * The sweeper's read of the deadline indexes, bounded however many waits share a
- * deadline: the overdue waits of each partition (ids, at most `overdueLimit`), and the
+ * deadline: the overdue waits of each partition (ids, at most `overdueLimit`; 0 = not
+ * read), and the
  * distinct time buckets of the deadlines coming up. A bucket needs one job whatever
  * the number of its waits, so the upcoming read skips the rest of a bucket once it
  * has seen one of its deadlines: a read of `scanLimit` entries per round, the next
@@ -40,7 +41,7 @@ export async function scanDeadlines(store: Store, partitions: number[], o: ScanO
     const commands: BatchCommand[] = [];
     for (const { partition, from } of open) {
       const k = key(partition);
-      if (first)
+      if (first && o.overdueLimit > 0)
         commands.push({
           key: k,
           add: (pl) => pl.zrangebyscore(k, "-inf", `(${overdueBefore}`, "LIMIT", 0, o.overdueLimit),
@@ -52,9 +53,9 @@ export async function scanDeadlines(store: Store, partitions: number[], o: ScanO
     }
     const replies = await execBatch(store.redis, commands);
     const next: typeof open = [];
-    const per = first ? 2 : 1;
+    const per = first && o.overdueLimit > 0 ? 2 : 1;
     for (const [i, cursor] of open.entries()) {
-      if (first) {
+      if (per === 2) {
         const [err, ids] = replies[i * per] ?? [new Error("no reply"), null];
         if (err) throw err;
         if ((ids as string[]).length > 0) overdue.set(cursor.partition, ids as string[]);

@@ -272,31 +272,28 @@ export class Scheduler {
     const now = Date.now();
     for (const [id, at] of this.#added) if (at < now - 60_000) this.#added.delete(id);
     const store = this.#store;
+    // a bucket job running (here or in another process) fires every due wait before it ends
+    const jobRunning = this.firing || (await this.queue.getActiveCount()) > 0;
     const { overdue, upcoming } = await scanDeadlines(store, this.#o.partitions, {
       now,
       graceMs: this.#o.graceMs,
       lookaheadMs: this.#o.lookaheadMs,
       bucketMs: this.#o.bucketMs,
-      overdueLimit: this.#o.batch,
+      overdueLimit: jobRunning ? 0 : this.#o.batch,
       scanLimit: SCAN_LIMIT,
       maxEntries: this.#o.batch * 5,
     });
     let fired = 0;
-    if (overdue.size > 0 && (this.firing || (await this.queue.getActiveCount()) > 0)) {
-      // a bucket job is running (here or elsewhere): it fires every due wait before it ends
-      this.#log.debug({ partitions: overdue.size }, "overdue waits left to the bucket job that is running");
-    } else {
-      for (const [partition, ids] of overdue) {
-        this.#log.warn({ partition, count: ids.length }, "overdue waits without a timeout job: firing them");
-        for (let i = 0; i < ids.length; i += ANNOTATE_CHUNK) {
-          await Promise.all(
-            ids
-              .slice(i, i + ANNOTATE_CHUNK)
-              .map((id) => store.annotate(null, id, "sweeper_rescheduled", {}, { once: true }).catch(() => undefined)),
-          );
-        }
-        fired += (await this.firePartition(partition, ids)).timedOut;
+    for (const [partition, ids] of overdue) {
+      this.#log.warn({ partition, count: ids.length }, "overdue waits without a timeout job: firing them");
+      for (let i = 0; i < ids.length; i += ANNOTATE_CHUNK) {
+        await Promise.all(
+          ids
+            .slice(i, i + ANNOTATE_CHUNK)
+            .map((id) => store.annotate(null, id, "sweeper_rescheduled", {}, { once: true }).catch(() => undefined)),
+        );
       }
+      fired += (await this.firePartition(partition, ids)).timedOut;
     }
     const scheduled = await this.schedule(upcoming);
     const expired = await this.expire();
