@@ -36,7 +36,7 @@ export interface SchedulerOptions {
   graceMs?: number;
   /** most waits one pass reads per partition @defaultValue 1000 */
   batch?: number;
-  /** most waits one timeout step sends to Redis (one pipelined `timeoutWait` per wait) @defaultValue 100 */
+  /** most waits one timeout step sends to Redis (one pipelined `timeoutWait` per wait) @defaultValue 50 */
   step?: number;
   /**
    * rest between two timeout steps, as a multiple of the last step's duration (at most
@@ -93,7 +93,7 @@ export class Scheduler {
       lookaheadMs: opts.lookaheadMs ?? 5000,
       graceMs: opts.graceMs ?? 2000,
       batch: opts.batch ?? 1000,
-      step: Math.max(1, opts.step ?? 100),
+      step: Math.max(1, opts.step ?? 50),
       restRatio: Math.max(0, opts.restRatio ?? 1),
       concurrency: opts.concurrency ?? 4,
       partitions: opts.partitions ?? res.store.keys.allPartitions(),
