@@ -17,12 +17,14 @@ import { pino } from "pino";
 import { buildApp } from "../../packages/server/src/http/app.js";
 import { parseArgs } from "../lib/args.js";
 import { measureCeiling } from "../lib/ceiling.js";
+import { childBench } from "../lib/child.js";
 import { Stages } from "../lib/instrument.js";
 import { runPool } from "../lib/pool.js";
 import { info, startBenchRedis } from "../lib/redis.js";
 import { correlationIds, EVENT_TYPE, load, machine, POSITION, PRODUCER, runId, TENANT } from "../lib/setup.js";
 import { sleep } from "../lib/stats.js";
 import { fmt, pct, printTable, progress, setProgressSink } from "../lib/table.js";
+import type { BurstResult } from "../timeouts-burst.js";
 import { event, ingest, oneAtATime, paced, registerTargets, startPath, type Target, throughput } from "./e2e.js";
 import { memoryCase, precision } from "./timeouts.js";
 
@@ -79,6 +81,7 @@ export async function main(): Promise<void> {
   const scaleBig = args.number("scale-waits", quick ? 50_000 : 1_000_000);
   const memoryWaits = args.number("memory-waits", quick ? 5000 : 100_000);
   const httpSingles = args.number("http-singles", quick ? 1000 : 5000);
+  const burstWaits = args.number("burst-waits", quick ? 5000 : 50_000);
   const batch = 100;
   const batchesInFlight = 4;
   const started = performance.now();
@@ -393,6 +396,36 @@ export async function main(): Promise<void> {
         ceiling: ofCeiling(two.drainPerSec),
       });
     }
+
+    // 8. timeouts burst: bench/timeouts-burst.ts (a real `rendezvous start`) against this Redis
+    const burst = await scenario("8. timeouts burst", 1, async (step) => {
+      const r = await childBench<BurstResult>(
+        "../timeouts-burst.ts",
+        ["--redis-url", server.url, "--waits", String(burstWaits)],
+        "TIMEOUTS_BURST_JSON ",
+      );
+      step();
+      return r;
+    });
+    results.timeoutsBurst = burst;
+    add({
+      scenario: "8. timeouts burst",
+      metric: `${fmt(burst.waits)} waits sharing one deadline: time to fire all (first → last), ms`,
+      value: fmt(burst.fireAllMs),
+      target: `${fmt(burst.timedOut)} of ${fmt(burst.waits)} timed out`,
+    });
+    add({
+      scenario: "8. timeouts burst",
+      metric: "  their lateness p50 / p99 / max, ms",
+      value: `${fmt(burst.lateness.p50)} / ${fmt(burst.lateness.p99)} / ${fmt(burst.lateness.max)}`,
+    });
+    add({
+      scenario: "8. timeouts burst",
+      metric: `  another tenant's POST /v1/waits p95 meanwhile / unloaded, ms (${burst.rate}/s over HTTP)`,
+      value: `${fmt(burst.firing.p95)} / ${fmt(burst.unloaded.p95)} (×${burst.ratioP95.toFixed(2)})`,
+      target: "≤ 2× unloaded",
+      verdict: verdict(burst.ratioP95 <= 2),
+    });
 
     const order = (s: string) => Number(s.slice(0, 1));
     rows.sort((a, b) => order(a.scenario) - order(b.scenario));
