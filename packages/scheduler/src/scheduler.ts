@@ -40,8 +40,9 @@ export interface SchedulerOptions {
   step?: number;
   /**
    * rest between two timeout steps, as a multiple of the last step's duration (at most
-   * 50 ms; 0 = one turn of the event loop): a burst then takes at most about half of the
-   * process's time @defaultValue 1
+   * 50 ms; 0 = one turn of the event loop): a burst then takes at most about a quarter of
+   * the process's time, leaving the rest to the API and to the dispatcher, which hands out
+   * the burst's continuations @defaultValue 3
    */
   restRatio?: number;
   /** bucket worker concurrency @defaultValue 4 */
@@ -94,7 +95,7 @@ export class Scheduler {
       graceMs: opts.graceMs ?? 2000,
       batch: opts.batch ?? 1000,
       step: Math.max(1, opts.step ?? 50),
-      restRatio: Math.max(0, opts.restRatio ?? 1),
+      restRatio: Math.max(0, opts.restRatio ?? 3),
       concurrency: opts.concurrency ?? 4,
       partitions: opts.partitions ?? res.store.keys.allPartitions(),
     };
@@ -233,8 +234,9 @@ export class Scheduler {
         if ((ids as string[]).length === this.#o.batch) full = true;
       }
       if (due.length === 0) break;
-      const r = addFiring(total, await this.#timeOut(due));
-      // a full batch that timed out may have more behind it
+      const r = await this.#timeOut(due);
+      addFiring(total, r);
+      // a full batch that timed out may have more behind it (one that timed out none: retry jobs)
       if (!full || r.timedOut === 0) break;
     }
     return total;
