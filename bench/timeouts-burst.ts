@@ -184,10 +184,13 @@ function cpuSeconds(pid: number | undefined): number {
   }
 }
 
-/** `name_sum` and `name_count` of a Prometheus histogram in a /metrics text. */
+/** `name_sum` and `name_count` of a Prometheus histogram in a /metrics text, summed over its label sets. */
 function histogram(text: string, name: string): { sum: number; count: number } {
   const value = (suffix: string) =>
-    Number(new RegExp(`^${name}_${suffix}(?:\\{[^}]*\\})? (\\S+)$`, "m").exec(text)?.[1]);
+    [...text.matchAll(new RegExp(`^${name}_${suffix}(?:\\{[^}]*\\})? (\\S+)$`, "gm"))].reduce(
+      (n, m) => n + Number(m[1]),
+      0,
+    );
   return { sum: value("sum"), count: value("count") };
 }
 

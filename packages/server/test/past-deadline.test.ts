@@ -22,11 +22,13 @@ afterAll(async () => {
   if (server) expect((await server.proc.terminate()).code).toBe(0);
 });
 
-/** `rendezvous_timeout_lateness_seconds` sum and count from /metrics. */
+/** `rendezvous_timeout_lateness_seconds` sum and count from /metrics (summed over its label sets, if any). */
 async function latenessMetric(): Promise<{ sum: number; count: number }> {
   const text = await (await fetch(`${server.url}/metrics`)).text();
   const read = (suffix: string) =>
-    Number(new RegExp(`^rendezvous_timeout_lateness_seconds_${suffix} (\\S+)$`, "m").exec(text)?.[1] ?? 0);
+    [
+      ...text.matchAll(new RegExp(`^rendezvous_timeout_lateness_seconds_${suffix}(?:\\{[^}]*\\})? (\\S+)$`, "gm")),
+    ].reduce((n, m) => n + Number(m[1]), 0);
   return { sum: read("sum"), count: read("count") };
 }
 
