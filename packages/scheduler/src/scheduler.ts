@@ -40,9 +40,9 @@ export interface SchedulerOptions {
   step?: number;
   /**
    * rest between two timeout steps, as a multiple of the last step's duration (at most
-   * 50 ms; 0 = one turn of the event loop): a burst then takes at most about a quarter of
-   * the process's time, leaving the rest to the API and to the dispatcher, which hands out
-   * the burst's continuations @defaultValue 3
+   * 50 ms; 0 = one turn of the event loop): a burst then takes at most about half of the
+   * process's time, leaving the rest to the API and to the dispatcher, which hands out the
+   * burst's continuations @defaultValue 1
    */
   restRatio?: number;
   /** bucket worker concurrency @defaultValue 4 */
@@ -95,7 +95,7 @@ export class Scheduler {
       graceMs: opts.graceMs ?? 2000,
       batch: opts.batch ?? 1000,
       step: Math.max(1, opts.step ?? 50),
-      restRatio: Math.max(0, opts.restRatio ?? 3),
+      restRatio: Math.max(0, opts.restRatio ?? 1),
       concurrency: opts.concurrency ?? 4,
       partitions: opts.partitions ?? res.store.keys.allPartitions(),
     };
