@@ -397,8 +397,8 @@ export async function main(): Promise<void> {
       });
     }
 
-    // 8. timeouts burst: bench/timeouts-burst.ts (a real `rendezvous start`) against this Redis
-    const burst = await scenario("8. timeouts burst", 1, async (step) => {
+    // 9. timeouts burst: bench/timeouts-burst.ts (a real `rendezvous start`) against this Redis
+    const burst = await scenario("9. timeouts burst", 1, async (step) => {
       const r = await childBench<BurstResult>(
         "../timeouts-burst.ts",
         ["--redis-url", server.url, "--waits", String(burstWaits)],
@@ -409,18 +409,18 @@ export async function main(): Promise<void> {
     });
     results.timeoutsBurst = burst;
     add({
-      scenario: "8. timeouts burst",
+      scenario: "9. timeouts burst",
       metric: `${fmt(burst.waits)} waits sharing one deadline: time to fire all (first → last), ms`,
       value: fmt(burst.fireAllMs),
       target: `${fmt(burst.timedOut)} of ${fmt(burst.waits)} timed out`,
     });
     add({
-      scenario: "8. timeouts burst",
+      scenario: "9. timeouts burst",
       metric: "  their lateness p50 / p99 / max, ms",
       value: `${fmt(burst.lateness.p50)} / ${fmt(burst.lateness.p99)} / ${fmt(burst.lateness.max)}`,
     });
     add({
-      scenario: "8. timeouts burst",
+      scenario: "9. timeouts burst",
       metric: `  another tenant's POST /v1/waits p95 meanwhile / unloaded, ms (${burst.rate}/s over HTTP)`,
       value: `${fmt(burst.firing.p95)} / ${fmt(burst.unloaded.p95)} (×${burst.ratioP95.toFixed(2)})`,
       target: "≤ 2× unloaded",
