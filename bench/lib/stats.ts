@@ -5,6 +5,7 @@ export interface Summary {
   min: number;
   p50: number;
   p90: number;
+  p95: number;
   p99: number;
   max: number;
   mean: number;
@@ -25,6 +26,7 @@ export function summarize(values: readonly number[]): Summary {
     min: sorted[0] ?? Number.NaN,
     p50: quantile(sorted, 0.5),
     p90: quantile(sorted, 0.9),
+    p95: quantile(sorted, 0.95),
     p99: quantile(sorted, 0.99),
     max: sorted[sorted.length - 1] ?? Number.NaN,
     mean: sorted.length === 0 ? Number.NaN : sum / sorted.length,

@@ -17,12 +17,14 @@ import { pino } from "pino";
 import { buildApp } from "../../packages/server/src/http/app.js";
 import { parseArgs } from "../lib/args.js";
 import { measureCeiling } from "../lib/ceiling.js";
+import { childBench } from "../lib/child.js";
 import { Stages } from "../lib/instrument.js";
 import { runPool } from "../lib/pool.js";
 import { info, startBenchRedis } from "../lib/redis.js";
 import { correlationIds, EVENT_TYPE, load, machine, POSITION, PRODUCER, runId, TENANT } from "../lib/setup.js";
 import { sleep } from "../lib/stats.js";
 import { fmt, pct, printTable, progress, setProgressSink } from "../lib/table.js";
+import type { BurstResult } from "../timeouts-burst.js";
 import { continuationsBench } from "./continuations.js";
 import { event, ingest, oneAtATime, paced, registerTargets, startPath, type Target, throughput } from "./e2e.js";
 import { memoryCase, precision } from "./timeouts.js";
@@ -80,6 +82,7 @@ export async function main(): Promise<void> {
   const scaleBig = args.number("scale-waits", quick ? 50_000 : 1_000_000);
   const memoryWaits = args.number("memory-waits", quick ? 5000 : 100_000);
   const httpSingles = args.number("http-singles", quick ? 1000 : 5000);
+  const burstWaits = args.number("burst-waits", quick ? 5000 : 50_000);
   const batch = 100;
   const batchesInFlight = 4;
   const started = performance.now();
@@ -407,6 +410,36 @@ export async function main(): Promise<void> {
       metric: `HTTP claim → consume → ack vs BullMQ transport → consume, continuations/s (${fmt(cont.waits)} waits each, 32 at once)`,
       value: `${fmt(cont.httpPerSec)} vs ${fmt(cont.bullmqPerSec)} (×${cont.ratio.toFixed(2)})`,
       target: `load ${cont.load}`,
+    });
+
+    // 9. timeouts burst: bench/timeouts-burst.ts (a real `rendezvous start`) against this Redis
+    const burst = await scenario("9. timeouts burst", 1, async (step) => {
+      const r = await childBench<BurstResult>(
+        "../timeouts-burst.ts",
+        ["--redis-url", server.url, "--waits", String(burstWaits)],
+        "TIMEOUTS_BURST_JSON ",
+      );
+      step();
+      return r;
+    });
+    results.timeoutsBurst = burst;
+    add({
+      scenario: "9. timeouts burst",
+      metric: `${fmt(burst.waits)} waits sharing one deadline: time to fire all (first → last), ms`,
+      value: fmt(burst.fireAllMs),
+      target: `${fmt(burst.timedOut)} of ${fmt(burst.waits)} timed out`,
+    });
+    add({
+      scenario: "9. timeouts burst",
+      metric: "  their lateness p50 / p99 / max, ms",
+      value: `${fmt(burst.lateness.p50)} / ${fmt(burst.lateness.p99)} / ${fmt(burst.lateness.max)}`,
+    });
+    add({
+      scenario: "9. timeouts burst",
+      metric: `  another tenant's POST /v1/waits p95 meanwhile / unloaded, ms (${burst.rate}/s over HTTP)`,
+      value: `${fmt(burst.firing.p95)} / ${fmt(burst.unloaded.p95)} (×${burst.ratioP95.toFixed(2)})`,
+      target: "≤ 2× unloaded",
+      verdict: verdict(burst.ratioP95 <= 2),
     });
 
     const order = (s: string) => Number(s.slice(0, 1));

@@ -180,6 +180,16 @@ export class Store {
     defineScripts(this.redis);
   }
 
+  /**
+   * The same Store (keys, config, clock) on another connection. Commands of one
+   * connection are answered in order, so a worker that sends long pipelines (the
+   * scheduler's timeouts) uses a connection of its own: the API's commands are not
+   * queued behind them.
+   */
+  withConnection(redis: RedisLike): Store {
+    return new Store({ redis, config: this.config, prefix: this.keys.prefix, clock: this.#clock });
+  }
+
   private now(): number | undefined {
     return this.#clock();
   }

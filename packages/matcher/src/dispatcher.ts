@@ -7,7 +7,7 @@
  * and adds nothing.
  */
 import { createHmac } from "node:crypto";
-import { DISPATCHER_GROUP, failpoint, type RedisLike, type Resources, type Wait } from "@rendezvous/core";
+import { DISPATCHER_GROUP, failpoint, type RedisLike, type Resources, type Store, type Wait } from "@rendezvous/core";
 import { type Job, Queue, Worker } from "bullmq";
 import { ConsumerLoop, type StreamEntry } from "./consumer-loop.js";
 
@@ -51,6 +51,8 @@ export class Dispatcher {
   readonly #opts: DispatcherOptions;
   readonly loop: ConsumerLoop;
   readonly #queueConn: RedisLike;
+  /** the Store on the dispatcher's own connection: its pipelines queue none of the API's commands behind them */
+  readonly #store: Store;
   readonly #queues = new Map<string, Queue>();
   #webhookWorker: Worker<WebhookJob> | undefined;
 
@@ -59,9 +61,11 @@ export class Dispatcher {
     this.#opts = opts;
     const layout = res.store.keys;
     this.#queueConn = res.connect("dispatcher-queues", { blocking: true });
+    const commands = res.connect("dispatcher-commands");
+    this.#store = res.store.withConnection(commands);
     this.loop = new ConsumerLoop({
       name: "dispatcher",
-      redis: res.redis,
+      redis: commands,
       blocking: (purpose) => res.connect(purpose, { blocking: true }),
       group: DISPATCHER_GROUP,
       streams: (opts.partitions ?? layout.allPartitions()).map((p) => ({
@@ -113,7 +117,7 @@ export class Dispatcher {
 
   async #handle(key: string, entries: StreamEntry[]): Promise<void> {
     const ids = entries.flatMap((e) => (e.fields?.w ? [e.fields.w] : []));
-    const waits = await this.#res.store.getWaits(ids);
+    const waits = await this.#store.getWaits(ids);
     const byQueue = new Map<string, Wait[]>();
     const hooks: Wait[] = [];
     for (const wait of waits) {
@@ -154,7 +158,7 @@ export class Dispatcher {
     // an outbox entry handled again after a crash (recorded, not yet acknowledged)
     // finds its job already there (same job id) and records nothing new: annotateWait
     // keeps one continuation_dispatched per job id
-    await this.#res.store.annotateMany(
+    await this.#store.annotateMany(
       [...byQueue].flatMap(([name, list]) =>
         list.map((wait) => ({
           waitId: wait.id,
@@ -174,7 +178,7 @@ export class Dispatcher {
   async #sendWebhook(job: Job<WebhookJob>): Promise<void> {
     const hook = this.#res.config.tenants[job.data.tenant]?.webhook;
     if (!hook) return;
-    const wait = await this.#res.store.getWait(job.data.tenant, job.data.waitId);
+    const wait = await this.#store.getWait(job.data.tenant, job.data.waitId);
     if (!wait) return;
     const body = JSON.stringify({ wait });
     const res = await fetch(hook.url, {
@@ -188,7 +192,7 @@ export class Dispatcher {
       signal: AbortSignal.timeout(this.#opts.webhookTimeoutMs ?? 10_000),
     });
     if (!res.ok) throw new Error(`webhook answered ${res.status}`);
-    await this.#res.store.annotate(null, wait.id, "continuation_dispatched", { webhook: hook.url, status: res.status });
+    await this.#store.annotate(null, wait.id, "continuation_dispatched", { webhook: hook.url, status: res.status });
     this.#res.metrics.continuationsDispatched.inc({ channel: "webhook" });
   }
 }

@@ -6,9 +6,15 @@
  * deadline index is the source of truth: the sweeper re-creates bucket jobs for
  * deadlines coming up and fires overdue waits whose job went missing, so a crash
  * between registering a wait and scheduling its job loses nothing.
+ *
+ * Many waits may share one deadline (one bucket): they are fired in bounded steps
+ * (`firing.ts`) on a connection of the scheduler's own, one run at a time per
+ * process, so a burst of timeouts does not starve the API or other clients.
  */
-import { execBatch, failpoint, type Resources } from "@rendezvous/core";
+import { execBatch, type Resources, type Store } from "@rendezvous/core";
 import { type Job, Queue, Worker } from "bullmq";
+import { scanDeadlines } from "./deadlines.js";
+import { addFiring, type FireResult, fireInSteps, noFiring } from "./firing.js";
 
 /** Queue of timeout bucket jobs. */
 export const TIMEOUT_QUEUE = "timeouts";
@@ -30,6 +36,15 @@ export interface SchedulerOptions {
   graceMs?: number;
   /** most waits one pass reads per partition @defaultValue 1000 */
   batch?: number;
+  /** most waits one timeout step sends to Redis (one pipelined `timeoutWait` per wait) @defaultValue 50 */
+  step?: number;
+  /**
+   * rest between two timeout steps, as a multiple of the last step's duration (at most
+   * 50 ms; 0 = one turn of the event loop): a burst then takes at most about half of the
+   * process's time, leaving the rest to the API and to the dispatcher, which hands out the
+   * burst's continuations @defaultValue 1
+   */
+  restRatio?: number;
   /** bucket worker concurrency @defaultValue 4 */
   concurrency?: number;
   /** partitions this process sweeps @defaultValue all */
@@ -48,6 +63,12 @@ const EXPIRE_ROUNDS = 4;
 /** Most jobs per MULTI when adding bucket jobs: a long MULTI stalls every client. */
 const ADD_CHUNK = 50;
 
+/** Most overdue waits the sweeper annotates at once. */
+const ANNOTATE_CHUNK = 100;
+
+/** Deadline entries per partition per read of the sweeper's upcoming scan (deadlines.ts). */
+const SCAN_LIMIT = 200;
+
 export class Scheduler {
   readonly #res: Resources;
   readonly #o: Required<SchedulerOptions>;
@@ -58,6 +79,11 @@ export class Scheduler {
   /** bucket job ids this process added, by bucket end (forgotten once past) */
   readonly #added = new Map<string, number>();
   readonly #log;
+  /** the Store on the scheduler's own connection, opened when first needed */
+  #timeoutStore: Store | undefined;
+  /** the fireDue run in progress, and whether a caller asked for another pass meanwhile */
+  #firing: Promise<FireResult> | undefined;
+  #again = false;
 
   constructor(res: Resources, opts: SchedulerOptions = {}) {
     this.#res = res;
@@ -68,6 +94,8 @@ export class Scheduler {
       lookaheadMs: opts.lookaheadMs ?? 5000,
       graceMs: opts.graceMs ?? 2000,
       batch: opts.batch ?? 1000,
+      step: Math.max(1, opts.step ?? 50),
+      restRatio: Math.max(0, opts.restRatio ?? 1),
       concurrency: opts.concurrency ?? 4,
       partitions: opts.partitions ?? res.store.keys.allPartitions(),
     };
@@ -147,18 +175,52 @@ export class Scheduler {
     await this.fireDue();
   }
 
+  /** Timeouts and their reads go through a connection of their own (see Store.withConnection). */
+  get #store(): Store {
+    this.#timeoutStore ??= this.#res.store.withConnection(this.#res.connect("scheduler-timeouts"));
+    return this.#timeoutStore;
+  }
+
+  /** A fireDue run is in progress in this process. */
+  get firing(): boolean {
+    return this.#firing !== undefined;
+  }
+
   /**
    * Times out every due wait of every partition (a bucket job serves them all, so
-   * schedulers configured with different partitions still share bucket jobs): one
-   * pipelined read of the deadline indexes, one pipelined round of `timeoutWait`.
+   * schedulers configured with different partitions still share bucket jobs), in
+   * bounded steps. One run at a time per process: a bucket job that comes while a
+   * run is going joins it, and the run takes one more pass for what became due since
+   * its last read, so concurrent bucket jobs do not fire the same waits twice over.
    */
-  async fireDue(): Promise<{ timedOut: number; retry: number }> {
-    const all = this.#res.store.keys.allPartitions();
-    const total = { timedOut: 0, retry: 0 };
+  fireDue(): Promise<FireResult> {
+    if (this.#firing) {
+      this.#again = true;
+      return this.#firing;
+    }
+    const run = async () => {
+      const total = noFiring();
+      do {
+        this.#again = false;
+        addFiring(total, await this.#fireDuePass());
+      } while (this.#again);
+      return total;
+    };
+    this.#firing = run().finally(() => {
+      this.#firing = undefined;
+    });
+    return this.#firing;
+  }
+
+  /** Reads due waits (at most `batch` per partition, one pipelined read) and fires them in steps, until none is due. */
+  async #fireDuePass(): Promise<FireResult> {
+    const store = this.#store;
+    const all = store.keys.allPartitions();
+    const total = noFiring();
     for (;;) {
       const now = Date.now();
       const results = await execBatch(
-        this.#res.redis,
+        store.redis,
         all.map((p) => {
           const key = this.#res.store.keys.partition(p).deadlines;
           return { key, add: (pl) => pl.zrangebyscore(key, "-inf", now, "LIMIT", 0, this.#o.batch) };
@@ -173,9 +235,8 @@ export class Scheduler {
       }
       if (due.length === 0) break;
       const r = await this.#timeOut(due);
-      total.timedOut += r.timedOut;
-      total.retry += r.retry;
-      // a full batch that timed out may have more behind it
+      addFiring(total, r);
+      // a full batch that timed out may have more behind it (one that timed out none: retry jobs)
       if (!full || r.timedOut === 0) break;
     }
     return total;
@@ -183,75 +244,58 @@ export class Scheduler {
 
   /** Times out the given waits of a partition (the sweeper's overdue ones), or its due waits. */
   async firePartition(partition: number, ids?: string[]): Promise<{ timedOut: number; retry: number }> {
-    const keys = this.#res.store.keys.partition(partition);
-    const due =
-      ids ?? (await this.#res.redis.zrangebyscore(keys.deadlines, "-inf", Date.now(), "LIMIT", 0, this.#o.batch));
-    return due.length === 0 ? { timedOut: 0, retry: 0 } : this.#timeOut(due);
+    const store = this.#store;
+    const keys = store.keys.partition(partition);
+    const due = ids ?? (await store.redis.zrangebyscore(keys.deadlines, "-inf", Date.now(), "LIMIT", 0, this.#o.batch));
+    return due.length === 0 ? noFiring() : this.#timeOut(due);
   }
 
-  /** One pipelined round of `timeoutWait`; a retry job for those an on-time event still holds back. */
-  async #timeOut(ids: string[]): Promise<{ timedOut: number; retry: number }> {
-    const results = await this.#res.store.timeoutMany(ids);
-    failpoint("scheduler.after-timeout");
-    const firedAt = Date.now();
-    let timedOut = 0;
-    const later: Array<{ deadline: number }> = [];
-    for (const r of results) {
-      if (r.outcome === "timed_out") {
-        timedOut++;
-        this.#res.metrics.resolutions.inc({ kind: "timeout", tenant: r.wait.tenant });
-        const deadline = Date.parse(r.wait.deadline ?? "");
-        if (Number.isFinite(deadline))
-          this.#res.metrics.timeoutLateness.observe({ tenant: r.wait.tenant }, Math.max(0, firedAt - deadline) / 1000);
-      } else if (r.outcome === "backlog" || (r.outcome === "not_due" && r.deadline !== null)) {
-        later.push({ deadline: Math.max(firedAt + this.#o.retryMs, r.deadline ?? 0) });
-      }
-    }
-    if (later.length > 0) await this.schedule(later);
-    return { timedOut, retry: later.length };
+  /** `timeoutWait` for each wait, in steps of at most `step`; retry jobs for those the rule holds back. */
+  #timeOut(ids: string[]): Promise<FireResult> {
+    return fireInSteps(ids, {
+      store: this.#store,
+      metrics: this.#res.metrics,
+      step: this.#o.step,
+      restRatio: this.#o.restRatio,
+      retryMs: this.#o.retryMs,
+      retryAt: (later) => this.schedule(later),
+    });
   }
 
   /**
    * One sweep over this process's partitions: bucket jobs for deadlines within the
-   * lookahead; waits overdue beyond the grace period (their job went missing) are
-   * marked `sweeper_rescheduled` and fired here; then retention (`expire`).
+   * lookahead (one read per bucket, however many waits share it: deadlines.ts);
+   * waits overdue beyond the grace period (their job went missing) are marked
+   * `sweeper_rescheduled` and fired here, unless a bucket job is running (here or in
+   * another process): that job fires every due wait before it ends, so a long burst of
+   * timeouts is neither fired twice nor marked as missing its job; then retention.
    */
   async sweep(): Promise<{ scheduled: number; fired: number; expired: number }> {
     const now = Date.now();
     for (const [id, at] of this.#added) if (at < now - 60_000) this.#added.delete(id);
-    const results = await execBatch(
-      this.#res.redis,
-      this.#o.partitions.map((p) => {
-        const key = this.#res.store.keys.partition(p).deadlines;
-        return {
-          key,
-          add: (pl) =>
-            pl.zrangebyscore(key, "-inf", now + this.#o.lookaheadMs, "WITHSCORES", "LIMIT", 0, this.#o.batch * 5),
-        };
-      }),
-    );
-    const upcoming: Array<{ partition: number; deadline: number }> = [];
+    const store = this.#store;
+    // a bucket job running (here or in another process) fires every due wait before it ends
+    const jobRunning = this.firing || (await this.queue.getActiveCount()) > 0;
+    const { overdue, upcoming } = await scanDeadlines(store, this.#o.partitions, {
+      now,
+      graceMs: this.#o.graceMs,
+      lookaheadMs: this.#o.lookaheadMs,
+      bucketMs: this.#o.bucketMs,
+      overdueLimit: jobRunning ? 0 : this.#o.batch,
+      scanLimit: SCAN_LIMIT,
+      maxEntries: this.#o.batch * 5,
+    });
     let fired = 0;
-    for (const [i, [err, flat]] of results.entries()) {
-      if (err) throw err;
-      const partition = this.#o.partitions[i] as number;
-      const overdue: string[] = [];
-      const list = flat as string[];
-      for (let j = 0; j + 1 < list.length; j += 2) {
-        const id = list[j] as string;
-        const deadline = Number(list[j + 1]);
-        if (deadline < now - this.#o.graceMs) overdue.push(id);
-        else upcoming.push({ partition, deadline });
-      }
-      if (overdue.length > 0) {
-        this.#log.warn({ partition, count: overdue.length }, "overdue waits without a timeout job: firing them");
+    for (const [partition, ids] of overdue) {
+      this.#log.warn({ partition, count: ids.length }, "overdue waits without a timeout job: firing them");
+      for (let i = 0; i < ids.length; i += ANNOTATE_CHUNK) {
         await Promise.all(
-          overdue.map((id) =>
-            this.#res.store.annotate(null, id, "sweeper_rescheduled", {}, { once: true }).catch(() => undefined),
-          ),
+          ids
+            .slice(i, i + ANNOTATE_CHUNK)
+            .map((id) => store.annotate(null, id, "sweeper_rescheduled", {}, { once: true }).catch(() => undefined)),
         );
-        fired += (await this.firePartition(partition, overdue)).timedOut;
       }
+      fired += (await this.firePartition(partition, ids)).timedOut;
     }
     const scheduled = await this.schedule(upcoming);
     const expired = await this.expire();
