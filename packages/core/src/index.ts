@@ -1,3 +1,16 @@
+export {
+  BatchResult,
+  BatchResults,
+  ERROR_STATUSES,
+  ErrorBody,
+  type ErrorStatus,
+  EventBatch,
+  EventResponse,
+  errorResponses,
+  Issue,
+  PublishResult,
+  WaitResponse,
+} from "./api-schemas.js";
 export { type BatchCommand, type BatchReply, execBatch, hashTag } from "./batch.js";
 export { Code, type CodeName, type CodeValue } from "./codes.js";
 export {

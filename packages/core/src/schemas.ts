@@ -147,13 +147,15 @@ export const InputObject = ParsedObject.superRefine((value, ctx) => {
 });
 
 /** The event envelope a producer sends (docs/api.md, Events). */
-export const EventInput = z.strictObject({
-  id: EventId,
-  type: EventType,
-  correlationId: CorrelationId,
-  occurredAt: IsoTime.optional(),
-  payload: InputObject.optional(),
-});
+export const EventInput = z
+  .strictObject({
+    id: EventId,
+    type: EventType,
+    correlationId: CorrelationId,
+    occurredAt: IsoTime.optional(),
+    payload: InputObject.optional(),
+  })
+  .meta({ id: "EventInput", description: "The event envelope a producer sends" });
 export type EventInput = z.infer<typeof EventInput>;
 
 /** The body of `POST /v1/waits`. */
@@ -172,90 +174,101 @@ export const WaitSpec = z
   .refine((w) => !(w.timeoutMs !== undefined && w.deadline !== undefined), {
     message: "give timeoutMs or deadline, not both",
     path: ["deadline"],
-  });
+  })
+  .meta({ id: "WaitSpec", description: "A wait to register: give timeoutMs or deadline, not both (or neither)" });
 export type WaitSpec = z.infer<typeof WaitSpec>;
 
-export const WaitState = z.enum(["waiting", "resolved", "timed_out", "cancelled"]);
+export const WaitState = z.enum(["waiting", "resolved", "timed_out", "cancelled"]).meta({ id: "WaitState" });
 export type WaitState = z.infer<typeof WaitState>;
 
-export const ResolutionKind = z.enum(["event", "timeout", "cancel", "deliver"]);
+export const ResolutionKind = z.enum(["event", "timeout", "cancel", "deliver"]).meta({ id: "ResolutionKind" });
 export type ResolutionKind = z.infer<typeof ResolutionKind>;
 
 /** A reference to an accepted event. */
-export const EventRef = z.object({
-  producer: z.string(),
-  id: z.string(),
-  acceptedAt: z.string(),
-  streamId: z.string(),
-});
+export const EventRef = z
+  .object({
+    producer: z.string(),
+    id: z.string(),
+    acceptedAt: z.string(),
+    streamId: z.string(),
+  })
+  .meta({ id: "EventRef" });
 export type EventRef = z.infer<typeof EventRef>;
 
-export const Resolution = z.object({
-  kind: ResolutionKind,
-  at: z.string(),
-  /** the resolving event (kind `event`) */
-  event: EventRef.extend({ payload: JsonObject.nullable() }).optional(),
-  /** the deadline that passed (kind `timeout`) */
-  deadline: z.string().optional(),
-  /** the delivered payload (kind `deliver`) */
-  payload: JsonObject.nullable().optional(),
-});
+export const Resolution = z
+  .object({
+    kind: ResolutionKind,
+    at: z.string(),
+    /** the resolving event (kind `event`) */
+    event: EventRef.extend({ payload: JsonObject.nullable() }).optional(),
+    /** the deadline that passed (kind `timeout`) */
+    deadline: z.string().optional(),
+    /** the delivered payload (kind `deliver`) */
+    payload: JsonObject.nullable().optional(),
+  })
+  .meta({ id: "Resolution" });
 export type Resolution = z.infer<typeof Resolution>;
 
-export const HistoryWhat = z.enum([
-  "registered",
-  "job_attached",
-  "resolved",
-  "late_event",
-  "duplicate_ignored",
-  "continuation_dispatched",
-  "consumed",
-  "sweeper_rescheduled",
-]);
+export const HistoryWhat = z
+  .enum([
+    "registered",
+    "job_attached",
+    "resolved",
+    "late_event",
+    "duplicate_ignored",
+    "continuation_dispatched",
+    "consumed",
+    "sweeper_rescheduled",
+  ])
+  .meta({ id: "HistoryWhat", description: "what a history entry records; more may be added" });
 export type HistoryWhat = z.infer<typeof HistoryWhat>;
 
-export const HistoryEntry = z.looseObject({ at: z.string(), what: HistoryWhat });
+export const HistoryEntry = z.looseObject({ at: z.string(), what: HistoryWhat }).meta({ id: "HistoryEntry" });
 export type HistoryEntry = z.infer<typeof HistoryEntry>;
 
-export const Consumption = z.object({ by: z.string(), at: z.string() });
+export const Consumption = z.object({ by: z.string(), at: z.string() }).meta({ id: "Consumption" });
 export type Consumption = z.infer<typeof Consumption>;
 
 /** A wait as the API shows it. */
-export const Wait = z.object({
-  id: z.string(),
-  tenant: z.string(),
-  runId: z.string(),
-  position: z.string(),
-  eventType: z.string(),
-  correlationId: z.string(),
-  state: WaitState,
-  createdAt: z.string(),
-  deadline: z.string().nullable(),
-  since: z.string().nullable(),
-  externalJobId: z.string().nullable(),
-  metadata: JsonObject.nullable(),
-  resolution: Resolution.nullable(),
-  consumption: Consumption.nullable(),
-  lateEvents: z.array(EventRef),
-  history: z.array(HistoryEntry),
-});
+export const Wait = z
+  .object({
+    id: z.string(),
+    tenant: z.string(),
+    runId: z.string(),
+    position: z.string(),
+    eventType: z.string(),
+    correlationId: z.string(),
+    state: WaitState,
+    createdAt: z.string(),
+    deadline: z.string().nullable(),
+    since: z.string().nullable(),
+    externalJobId: z.string().nullable(),
+    metadata: JsonObject.nullable(),
+    resolution: Resolution.nullable(),
+    consumption: Consumption.nullable(),
+    lateEvents: z.array(EventRef),
+    history: z.array(HistoryEntry),
+  })
+  .meta({ id: "Wait", description: "A wait as the API shows it" });
 export type Wait = z.infer<typeof Wait>;
 
-export const EventStatus = z.enum(["pending", "matched", "buffered", "late", "expired"]);
+export const EventStatus = z.enum(["pending", "matched", "buffered", "late", "expired"]).meta({ id: "EventStatus" });
 export type EventStatus = z.infer<typeof EventStatus>;
 
 /** An accepted event as `GET /v1/events/{producer}/{eventId}` shows it. */
-export const EventRecord = z.object({
-  id: z.string(),
-  tenant: z.string(),
-  producer: z.string(),
-  type: z.string(),
-  correlationId: z.string(),
-  occurredAt: z.string().nullable(),
-  acceptedAt: z.string(),
-  streamId: z.string(),
-  status: EventStatus,
-  matchedWaits: z.array(z.string()),
-  lateFor: z.array(z.string()),
-});
+export const EventRecord = z
+  .object({
+    id: z.string(),
+    tenant: z.string(),
+    producer: z.string(),
+    type: z.string(),
+    correlationId: z.string(),
+    occurredAt: z.string().nullable(),
+    acceptedAt: z.string(),
+    streamId: z.string(),
+    status: EventStatus,
+    matchedWaits: z.array(z.string()),
+    lateFor: z.array(z.string()),
+  })
+  .meta({ id: "EventRecord", description: "An accepted event" });
 export type EventRecord = z.infer<typeof EventRecord>;

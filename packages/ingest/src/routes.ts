@@ -37,6 +37,7 @@ import { type BodyBudget, limitBodies } from "./body-budget.js";
 import { lingerAfterTooLarge, sendApiError, toApiError } from "./http-errors.js";
 import { type EventOutcome, IngestSystem, MAX_BATCH } from "./ingest.js";
 import { RateLimiter } from "./rate-limit.js";
+import { DOCUMENTED_ONLY, getEventSchema, publishEventSchema, publishEventsSchema } from "./route-docs.js";
 import { clientAborted, closeUnreadBodies } from "./unread-body.js";
 import { EventValidator, invalidEvent, MAX_JSON_DEPTH, parseJsonBody, poisonedPath, scanEvent } from "./validation.js";
 
@@ -167,29 +168,39 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
     }
   }
 
-  app.post("/v1/events", { bodyLimit: config.maxPayloadBytes }, async (request, reply) => {
-    const producer = authenticate(request);
-    const body = parseJsonBody(rawBody(request));
-    limit(producer, 1);
-    return single(reply, await ingest.single(producer, body));
-  });
+  app.post(
+    "/v1/events",
+    { bodyLimit: config.maxPayloadBytes, schema: publishEventSchema, ...DOCUMENTED_ONLY },
+    async (request, reply) => {
+      const producer = authenticate(request);
+      const body = parseJsonBody(rawBody(request));
+      limit(producer, 1);
+      return single(reply, await ingest.single(producer, body));
+    },
+  );
 
-  app.post("/v1/events/batch", { bodyLimit: config.maxPayloadBytes * MAX_BATCH }, async (request, reply) => {
-    const producer = authenticate(request);
-    const body = parseJsonBody(rawBody(request));
-    refuseBadEnvelope(body);
-    const events = (body as { events?: unknown } | null)?.events;
-    limit(producer, Array.isArray(events) ? Math.min(Math.max(events.length, 1), MAX_BATCH) : 1);
-    const outcomes = await ingest.batch(producer, body);
-    // Bytes, not a string: given a string, the reply would measure its UTF-8 length and
-    // the socket would encode it again.
-    return reply.code(200).type("application/json; charset=utf-8").send(encodeBatchAnswer(outcomes));
-  });
+  const batchLimit = config.maxPayloadBytes * MAX_BATCH;
+  app.post(
+    "/v1/events/batch",
+    { bodyLimit: batchLimit, schema: publishEventsSchema, ...DOCUMENTED_ONLY },
+    async (request, reply) => {
+      const producer = authenticate(request);
+      const body = parseJsonBody(rawBody(request));
+      refuseBadEnvelope(body);
+      const events = (body as { events?: unknown } | null)?.events;
+      limit(producer, Array.isArray(events) ? Math.min(Math.max(events.length, 1), MAX_BATCH) : 1);
+      const outcomes = await ingest.batch(producer, body);
+      // Bytes, not a string: given a string, the reply would measure its UTF-8 length and
+      // the socket would encode it again.
+      return reply.code(200).type("application/json; charset=utf-8").send(encodeBatchAnswer(outcomes));
+    },
+  );
 
   // The id is a wildcard: a parametric segment is capped by the server's maxParamLength
   // (100 by default), and an id may be 200 characters, more once URL-encoded.
   app.get<{ Params: { producer: string; "*": string }; Querystring: { tenant?: unknown } }>(
     "/v1/events/:producer/*",
+    { schema: getEventSchema, ...DOCUMENTED_ONLY },
     async (request, reply) => {
       const identity = authenticateHost(credentials, request.headers);
       const tenant = readTenant(identity, request.query.tenant, config.tenants);

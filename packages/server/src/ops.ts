@@ -2,9 +2,10 @@
  * The operations routes every role serves: /healthz (process up), /readyz (Redis
  * takes writes, roles running), /metrics (Prometheus). No credentials.
  */
-import { execBatch, partitionBacklog, RendezvousError, type Resources } from "@rendezvous/core";
+import { errorResponses, execBatch, partitionBacklog, RendezvousError, type Resources } from "@rendezvous/core";
 import type { FastifyInstance } from "fastify";
 import { Gauge } from "prom-client";
+import { z } from "zod";
 import { RedisReadiness } from "./readiness.js";
 
 export interface OpsOptions {
@@ -79,11 +80,23 @@ export function installStateGauges(res: Resources): void {
   });
 }
 
+const Health = z.object({ status: z.literal("ok") }).meta({ id: "Health" });
+const Readiness = z.object({ status: z.literal("ready"), roles: z.array(z.string()) }).meta({ id: "Readiness" });
+/** No credentials (the document's default is the host key). */
+const OPEN = { tags: ["operations"], security: [] };
+
 export async function opsRoutes(app: FastifyInstance, opts: OpsOptions): Promise<void> {
   installStateGauges(opts.res);
-  app.get("/healthz", async () => ({ status: "ok" }));
+  const health = { ...OPEN, operationId: "getHealth", summary: "The process is up", response: { 200: Health } };
+  app.get("/healthz", { schema: health }, async () => ({ status: "ok" }));
   const readiness = new RedisReadiness(opts.res);
-  app.get("/readyz", async (_req, reply) => {
+  const ready = {
+    ...OPEN,
+    operationId: "getReadiness",
+    summary: "Redis takes writes and the roles run",
+    response: { 200: Readiness, ...errorResponses(503) },
+  };
+  app.get("/readyz", { schema: ready }, async (_req, reply) => {
     const redis = await readiness.check();
     const running = opts.running();
     if (redis.ok && running) return { status: "ready", roles: opts.roles };
@@ -94,9 +107,16 @@ export async function opsRoutes(app: FastifyInstance, opts: OpsOptions): Promise
           roles: running,
           reason: redis.reason,
         });
-    return reply.code(err.statusCode).send(err.toJSON());
+    return reply.code(503).send(err.toJSON());
   });
-  app.get("/metrics", async (_req, reply) => {
+  const metrics = {
+    ...OPEN,
+    operationId: "getMetrics",
+    summary: "Prometheus metrics (text exposition format)",
+    produces: ["text/plain"],
+    response: { 200: { description: "the metrics", content: { "text/plain": { schema: z.string() } } } },
+  };
+  app.get("/metrics", { schema: metrics }, async (_req, reply) => {
     reply.type(opts.res.metrics.registry.contentType);
     return opts.res.metrics.registry.metrics();
   });

@@ -775,7 +775,8 @@ describe("operations, Bull Board and OpenAPI", () => {
       expect(doc.paths[path]?.[method], `${method} ${path}`).toBeTypeOf("object");
     }
     // a wait's metadata is described as the JSON object it must be
-    const waitBody = doc.paths["/v1/waits"].post.requestBody.content["application/json"].schema;
+    const bodyRef: string = doc.paths["/v1/waits"].post.requestBody.content["application/json"].schema.$ref;
+    const waitBody = doc.components.schemas[bodyRef.split("/").pop() as string];
     expect(waitBody.properties.metadata).toMatchObject({ type: "object" });
     // every operation is well formed: responses, and each {param} of its path declared in: path, required
     for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, Json>>)) {

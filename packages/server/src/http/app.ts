@@ -18,12 +18,8 @@ import {
   toApiError,
 } from "@rendezvous/ingest";
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, LogController } from "fastify";
-import {
-  hasZodFastifySchemaValidationErrors,
-  jsonSchemaTransform,
-  serializerCompiler,
-  validatorCompiler,
-} from "fastify-type-provider-zod";
+import { hasZodFastifySchemaValidationErrors, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
+import { z } from "zod";
 import { opsRoutes } from "../ops.js";
 import { adminQueues, BOARD_PATH } from "./admin.js";
 import { BodyBudget, DEFAULT_BODY_BUDGET, effectiveBodyBudget, HOST_BODY_LIMIT, limitRequestBodies } from "./bodies.js";
@@ -32,6 +28,10 @@ import { consoleRoutes } from "./console.js";
 import { continuationRoutes } from "./continuation-routes.js";
 import { hostRoutes } from "./host-routes.js";
 import { DEFAULT_HTTP_LIMITS, type HttpLimits, limitOptions } from "./limits.js";
+import { openapiOptions, recordRoutes } from "./openapi.js";
+
+/** The API's version in the OpenAPI document. */
+const API_VERSION = "0.1.0";
 
 export interface AppDeps {
   res: Resources;
@@ -69,14 +69,6 @@ function validationIssues(err: FastifyError): Issue[] {
   });
 }
 
-/** The event read route takes its id as a wildcard (ids may be long); the document names it `{eventId}`. */
-const EVENT_READ_ROUTE = "/v1/events/:producer/*";
-
-const openapiTransform: typeof jsonSchemaTransform = (input) => {
-  const out = jsonSchemaTransform(input);
-  return input.url === EVENT_READ_ROUTE ? { ...out, url: "/v1/events/:producer/:eventId" } : out;
-};
-
 /**
  * The drain of `app.close()` (SIGTERM): requests already running finish; a request that still
  * arrives on a kept-alive connection is handed back as `503 unavailable`; and every answer from
@@ -112,6 +104,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     return503OnClosing: false,
     ...limitOptions(deps.limits ?? DEFAULT_HTTP_LIMITS),
   }) as FastifyInstance;
+  recordRoutes(app);
   // the connection caps (per address; idlest closed first at the global cap), not server.maxConnections
   guardConnections(app.server, deps.limits ?? DEFAULT_HTTP_LIMITS, { registry: res.metrics.registry, logger });
   app.setValidatorCompiler(validatorCompiler);
@@ -151,20 +144,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   drain(app);
   const budget = new BodyBudget(effectiveBodyBudget(deps.bodyBudget ?? DEFAULT_BODY_BUDGET, res.config));
   limitRequestBodies(app, budget, res.metrics.registry);
+  // the document sees the routes registered after it: the operations routes too
+  if (deps.api !== false) await app.register(fastifySwagger, openapiOptions(API_VERSION));
   await app.register(opsRoutes, { res, running: deps.running, roles: deps.roles });
   if (deps.api !== false) {
-    await app.register(fastifySwagger, {
-      openapi: {
-        info: { title: "rendezvous", version: "0.1.0", description: "Durable waits for external events" },
-        components: {
-          securitySchemes: {
-            bearer: { type: "http", scheme: "bearer" },
-          },
-        },
-        security: [{ bearer: [] }],
-      },
-      transform: openapiTransform,
-    });
     const credentials = indexCredentials(res.config);
     await app.register(async (api) => {
       // Without a Redis connection a command would wait in the offline queue (until the
@@ -184,7 +167,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     });
     await app.register(adminQueues, { res, queueNames: deps.queueNames ?? [] });
     await app.register(consoleRoutes, { res, credentials, boardPath: BOARD_PATH });
-    app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+    const document = {
+      operationId: "getOpenApiDocument",
+      tags: ["operations"],
+      summary: "This OpenAPI 3.1 document",
+      security: [],
+      response: { 200: z.looseObject({ openapi: z.string() }).meta({ description: "an OpenAPI 3.1 document" }) },
+    };
+    app.get("/openapi.json", { schema: document }, async () => app.swagger());
   }
   return app;
 }

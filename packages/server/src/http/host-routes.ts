@@ -7,7 +7,9 @@
 import {
   type Config,
   CorrelationId,
+  ErrorBody,
   EventType,
+  errorResponses,
   explainWait,
   InputObject,
   type ListLease,
@@ -16,6 +18,7 @@ import {
   type Resources,
   Text,
   Wait,
+  WaitResponse,
   WaitSpec,
   WaitState,
   withinCommandTimeout,
@@ -34,13 +37,17 @@ export interface HostRoutesOptions {
 }
 
 const WaitId = z.object({ id: z.string().max(200) });
-const TenantQuery = z.object({ tenant: z.string().max(64).optional() });
-const WaitBody = z.object({ wait: Wait });
-/** The API's error envelope (response schema of every route). */
-export const ErrorBody = z.object({
-  error: z.looseObject({ code: z.string(), message: z.string() }),
+
+/** The API's error envelope (the console's routes answer with it too). */
+export { ErrorBody };
+
+const TenantQuery = z.object({
+  tenant: z.string().max(64).optional().meta({ description: "the tenant (admin token only)" }),
 });
-const errors = { 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody, 503: ErrorBody };
+/** What every host route may answer: a credential refused, a wait not there, Redis trouble. */
+const errors = errorResponses(401, 404, 503);
+/** ... and a route with a body or a query: input refused, body over its bound. */
+const inputErrors = errorResponses(400, 401, 404, 413, 503);
 
 export const ListQuery = z.strictObject({
   runId: Text(1, 200).optional(),
@@ -52,14 +59,35 @@ export const ListQuery = z.strictObject({
   tenant: z.string().max(64).optional(),
 });
 
-export const PatchBody = z.strictObject({ externalJobId: Text(1, 200) });
-export const ConsumeBody = z.strictObject({ worker: Text(1, 200) });
-export const DeliverBody = z.strictObject({
-  eventType: EventType,
-  correlationId: CorrelationId.optional(),
-  payload: InputObject.optional(),
-  all: z.boolean().default(false),
-});
+export const PatchBody = z.strictObject({ externalJobId: Text(1, 200) }).meta({ id: "AttachJob" });
+export const ConsumeBody = z.strictObject({ worker: Text(1, 200) }).meta({ id: "ConsumeRequest" });
+export const DeliverBody = z
+  .strictObject({
+    eventType: EventType,
+    correlationId: CorrelationId.optional(),
+    payload: InputObject.optional(),
+    // optional rather than `.default(false)`: a generated client would make a field with a default required
+    all: z
+      .boolean()
+      .optional()
+      .meta({ description: "resolve every match; when false (the default) more than one match is 409 ambiguous" }),
+  })
+  .meta({ id: "DeliverRequest" });
+const WaitPage = z.object({ waits: z.array(Wait), nextCursor: z.string().nullable() }).meta({ id: "WaitPage" });
+const Explanation = z
+  .object({
+    state: WaitState,
+    verdict: z.string().meta({
+      description:
+        "resolved, timed_out, cancelled, backlog, correlation_mismatch, rejected_signal or no_signal (docs/api.md)",
+    }),
+    details: z.record(z.string(), z.unknown()),
+  })
+  .meta({ id: "Explanation" });
+const ConsumeResult = z
+  .object({ first: z.boolean(), consumption: z.object({ by: z.string(), at: z.string() }), wait: Wait })
+  .meta({ id: "ConsumeResult" });
+const DeliverResult = z.object({ delivered: z.array(z.string()), matched: z.number() }).meta({ id: "DeliverResult" });
 
 /**
  * A list request's share of the process-wide gate on list records, given back once its
@@ -106,10 +134,13 @@ export const hostRoutes: FastifyPluginAsyncZod<HostRoutesOptions> = async (app, 
     "/v1/waits",
     {
       schema: {
+        operationId: "registerWait",
+        tags: ["waits"],
         summary: "Register a wait (idempotent on runId + position)",
+        description: "`201` a new wait, `200` the same (runId, position) with the same definition.",
         body: WaitSpec,
         querystring: TenantQuery,
-        response: { 200: WaitBody, 201: WaitBody, ...errors },
+        response: { 200: WaitResponse, 201: WaitResponse, ...inputErrors, ...errorResponses(409) },
       },
     },
     async (request, reply) => {
@@ -131,9 +162,11 @@ export const hostRoutes: FastifyPluginAsyncZod<HostRoutesOptions> = async (app, 
     "/v1/waits",
     {
       schema: {
+        operationId: "listWaits",
+        tags: ["waits"],
         summary: "List waits (by run, type, match key, state), a page at a time",
         querystring: ListQuery,
-        response: { 200: z.object({ waits: z.array(Wait), nextCursor: z.string().nullable() }), ...errors },
+        response: { 200: WaitPage, ...errorResponses(400, 401, 404, 503) },
       },
     },
     async (request, reply) => {
@@ -145,7 +178,15 @@ export const hostRoutes: FastifyPluginAsyncZod<HostRoutesOptions> = async (app, 
 
   app.get(
     "/v1/waits/:id",
-    { schema: { summary: "Read a wait", params: WaitId, response: { 200: WaitBody, ...errors } } },
+    {
+      schema: {
+        operationId: "getWait",
+        tags: ["waits"],
+        summary: "Read a wait",
+        params: WaitId,
+        response: { 200: WaitResponse, ...errors },
+      },
+    },
     async (request) => ({ wait: found(await store.getWait(actingTenant(who(request)), request.params.id)) }),
   );
 
@@ -153,10 +194,12 @@ export const hostRoutes: FastifyPluginAsyncZod<HostRoutesOptions> = async (app, 
     "/v1/waits/:id",
     {
       schema: {
+        operationId: "attachJob",
+        tags: ["waits"],
         summary: "Attach the external job id",
         params: WaitId,
         body: PatchBody,
-        response: { 200: WaitBody, ...errors },
+        response: { 200: WaitResponse, ...inputErrors },
       },
     },
     async (request) => ({
@@ -166,7 +209,15 @@ export const hostRoutes: FastifyPluginAsyncZod<HostRoutesOptions> = async (app, 
 
   app.delete(
     "/v1/waits/:id",
-    { schema: { summary: "Cancel a waiting wait", params: WaitId, response: { 200: WaitBody, ...errors } } },
+    {
+      schema: {
+        operationId: "cancelWait",
+        tags: ["waits"],
+        summary: "Cancel a waiting wait",
+        params: WaitId,
+        response: { 200: WaitResponse, ...errors, ...errorResponses(409) },
+      },
+    },
     async (request) => ({ wait: await store.cancel(actingTenant(who(request)), request.params.id) }),
   );
 
@@ -174,12 +225,11 @@ export const hostRoutes: FastifyPluginAsyncZod<HostRoutesOptions> = async (app, 
     "/v1/waits/:id/explain",
     {
       schema: {
+        operationId: "explainWait",
+        tags: ["waits"],
         summary: "Why is this wait where it is?",
         params: WaitId,
-        response: {
-          200: z.object({ state: WaitState, verdict: z.string(), details: z.record(z.string(), z.unknown()) }),
-          ...errors,
-        },
+        response: { 200: Explanation, ...errors },
       },
     },
     async (request) => {
@@ -192,13 +242,12 @@ export const hostRoutes: FastifyPluginAsyncZod<HostRoutesOptions> = async (app, 
     "/v1/waits/:id/consume",
     {
       schema: {
+        operationId: "consumeWait",
+        tags: ["waits"],
         summary: "Claim a settled wait's continuation (first claimer wins)",
         params: WaitId,
         body: ConsumeBody,
-        response: {
-          200: z.object({ first: z.boolean(), consumption: z.object({ by: z.string(), at: z.string() }), wait: Wait }),
-          ...errors,
-        },
+        response: { 200: ConsumeResult, ...inputErrors, ...errorResponses(409) },
       },
     },
     async (request) => store.consume(actingTenant(who(request)), request.params.id, request.body.worker),
@@ -208,10 +257,12 @@ export const hostRoutes: FastifyPluginAsyncZod<HostRoutesOptions> = async (app, 
     "/v1/deliver",
     {
       schema: {
+        operationId: "deliver",
+        tags: ["delivery"],
         summary: "Resolve waiting waits of a type directly",
         body: DeliverBody,
         querystring: TenantQuery,
-        response: { 200: z.object({ delivered: z.array(z.string()), matched: z.number() }), ...errors },
+        response: { 200: DeliverResult, ...inputErrors, ...errorResponses(409) },
       },
     },
     async (request) => {
