@@ -3,12 +3,11 @@
  * caller's tenant's continuations (long poll), acknowledge, extend. Host key, or the
  * admin token with `?tenant=`. Bodies, params and answers are zod schemas.
  */
-import { type Config, type Resources, Text, Wait } from "@rendezvous/core";
+import { type Config, errorResponses, type Resources, Text, Wait } from "@rendezvous/core";
 import { authenticateHost, type CredentialIndex, type HostIdentity, readTenant } from "@rendezvous/ingest";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { ContinuationClaims } from "./continuation-claims.js";
-import { ErrorBody } from "./host-routes.js";
 
 export interface ContinuationRoutesOptions {
   res: Resources;
@@ -33,7 +32,8 @@ export const ContinuationLease = z.object({
   leaseExpiresAt: z.string(),
   wait: Wait,
 });
-const errors = { 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody, 503: ErrorBody };
+/** every route takes a body (413 past the host body bound); 409 is lease_expired, 404 a malformed lease id */
+const errors = errorResponses(400, 401, 404, 409, 413, 503);
 
 export const continuationRoutes: FastifyPluginAsyncZod<ContinuationRoutesOptions> = async (app, opts) => {
   const { res, credentials } = opts;
