@@ -1,5 +1,5 @@
 /**
- * Bounded list requests (API.md, Bounded reads): a filter the indexes cannot answer is
+ * Bounded list requests (docs/api.md, Bounded reads): a filter the indexes cannot answer is
  * scanned at most `maxListScan` index entries per request, a page holds at most
  * `maxListPageBytes` of waits (at least one), and the cursors still reach every match
  * exactly once; wait metadata over `maxMetadataBytes` is refused with nothing stored.

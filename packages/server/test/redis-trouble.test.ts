@@ -1,5 +1,5 @@
 /**
- * A sick Redis (API.md, "Redis trouble"), against a real `rendezvous start` (every role in
+ * A sick Redis (docs/api.md, "Redis trouble"), against a real `rendezvous start` (every role in
  * one process) on a redis-server of the test's own:
  * - full (maxmemory reached, noeviction): every write route answers `503 unavailable` with
  *   `Retry-After` and `reason: "redis_oom"`, /readyz says 503, nothing is half-written, and
