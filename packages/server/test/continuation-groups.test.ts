@@ -8,7 +8,8 @@
  *   ones, another tenant's claims none; grouped leases ack and extend; a grouped lease id is
  *   another tenant's `409 lease_expired`;
  * - an unknown (or malformed) group is `400 invalid_request` (issues path `group`);
- * - a ContinuationWorker with `group` (HTTP, and the BullMQ transport) runs exactly its group's.
+ * - a ContinuationWorker with `group` (HTTP, and the BullMQ transport) runs exactly its group's;
+ * - Bull Board lists the group queues.
  */
 import { type Continuation, ContinuationWorker, HostClient } from "@rendezvous/client";
 import { BullmqContinuationWorker } from "@rendezvous/client/bullmq";
@@ -23,6 +24,7 @@ import {
   expectIssues,
   type Json,
   type Started,
+  sleep,
   startServer,
   until,
 } from "./e2e-helpers.js";
@@ -153,7 +155,10 @@ describe("claims by group", () => {
     const otherGroup = `${jobPart}.${token}.${Buffer.from("reports").toString("base64url")}`;
     expectError(await host("acme").post(`/v1/continuations/${otherGroup}/ack`), 409, "lease_expired");
     const unknownGroup = `${jobPart}.${token}.${Buffer.from("nope").toString("base64url")}`;
-    expectError(await host("acme").post(`/v1/continuations/${unknownGroup}/ack`), 409, "lease_expired");
+    expectError(await host("acme").post(`/v1/continuations/${unknownGroup}/extend`, {}), 409, "lease_expired");
+    // a group the tenant lacks opens no queue (no BullMQ worker, no keys): lease ids cannot make queues
+    await sleep(1500); // past a lease check, which would write the queue's stalled-check key
+    expect(await redis.keys(`${server.prefix}:continuations.acme.nope*`)).toEqual([]);
 
     for (const l of payments) {
       expect((await host("acme").post(`/v1/continuations/${l.leaseId}/ack`)).body).toEqual({ acked: true });
@@ -193,6 +198,19 @@ describe("claims by group", () => {
     const [lease] = await claimUntilQuiet("acme", "payments");
     expect(lease?.waitId).toBe(id);
     expect((await host("acme").post(`/v1/continuations/${lease.leaseId}/ack`)).status).toBe(200);
+  });
+});
+
+describe("Bull Board", () => {
+  it("lists every tenant's default queue and each group's queue", async () => {
+    const r = await client(server.url, bearer(ADMIN)).get("/admin/queues/api/queues");
+    expect(r.status).toBe(200);
+    const names = (r.body.queues as Array<{ name: string }>).map((q) => q.name);
+    for (const name of ["continuations.acme", "continuations.acme.payments", "continuations.acme.reports"]) {
+      expect(names).toContain(name);
+    }
+    expect(names).toContain("continuations.globex");
+    expect(names.filter((n) => n.startsWith("continuations.globex."))).toEqual([]);
   });
 });
 
