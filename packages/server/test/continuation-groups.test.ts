@@ -9,7 +9,7 @@
  *   another tenant's `409 lease_expired`;
  * - an unknown (or malformed) group is `400 invalid_request` (issues path `group`);
  * - a ContinuationWorker with `group` (HTTP, and the BullMQ transport) runs exactly its group's;
- * - Bull Board lists the group queues.
+ * - Bull Board lists the group queues; the console finds a grouped wait's job on its group's queue.
  */
 import { type Continuation, ContinuationWorker, HostClient } from "@rendezvous/client";
 import { BullmqContinuationWorker } from "@rendezvous/client/bullmq";
@@ -126,6 +126,11 @@ describe("claims by group", () => {
     }
     for (const id of ship) expect(await qPay.getJob(id)).toBeUndefined();
     await Promise.all([qPay.close(), qDefault.close()]);
+    // the console finds a grouped continuation's job on its group's queue
+    const job = await host("acme").get(`/console/api/waits/${pay[0]}/job`);
+    expect(job.body).toMatchObject({ queue: "continuations.acme.payments", jobId: pay[0], job: { state: "waiting" } });
+    const other = await host("acme").get(`/console/api/waits/${ship[0]}/job`);
+    expect(other.body).toMatchObject({ queue: "continuations.acme", jobId: ship[0], job: { state: "waiting" } });
 
     const payments = await claimUntilQuiet("acme", "payments");
     const reports = await claimUntilQuiet("acme", "reports");
