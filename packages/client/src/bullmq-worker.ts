@@ -1,6 +1,6 @@
 /**
  * The BullMQ transport of continuations, for trusted deployments: a BullMQ worker on
- * `continuations.<tenant>` straight from Redis (it needs the deployment's Redis
+ * `continuations.<tenant>` (or a named group's queue) straight from Redis (it needs the deployment's Redis
  * credentials, which read every tenant). Each continuation goes through `runOnce`
  * (consume, then the handler). The HTTP transport (continuation-worker.ts) needs only a
  * host key. This module is the only one of the client that imports bullmq.
@@ -29,6 +29,10 @@ export interface BullmqContinuationWorkerOptions {
    * @defaultValue "rdv"
    */
   prefix?: string;
+  /** take a named group's queue, `continuations.<tenant>.<group>` (ignored with `queue`) */
+  group?: string;
+  /** the queue to take from @defaultValue continuationQueue(tenant, group) */
+  queue?: string;
   /** @defaultValue 8 */
   concurrency?: number;
   handler: ContinuationHandler;
@@ -39,7 +43,7 @@ export class BullmqContinuationWorker {
 
   constructor(opts: BullmqContinuationWorkerOptions) {
     this.#worker = new Worker<Wait>(
-      continuationQueue(opts.tenant),
+      opts.queue ?? continuationQueue(opts.tenant, opts.group),
       async (job) => {
         await runOnce(opts.host, opts.name, job.data.id, opts.handler);
       },

@@ -30,6 +30,8 @@ export interface HttpContinuationWorkerOptions {
   leaseMs?: number;
   /** long poll of each claim, 0–20000 ms @defaultValue 10000 */
   pollMs?: number;
+  /** claim only this named group's continuations (the tenant's `continuationGroups`); absent = the ungrouped ones */
+  group?: string;
   /** called with what went wrong (a failed claim, handler, extend or ack); the worker carries on */
   onError?: (err: unknown, lease?: ContinuationLease) => void;
   handler: ContinuationHandler;
@@ -51,6 +53,10 @@ export interface QueueContinuationWorkerOptions {
   connection: object;
   /** BullMQ prefix = RENDEZVOUS_PREFIX (`{rdv}` on a Redis Cluster) @defaultValue "rdv" */
   prefix?: string;
+  /** take a named group's queue, `continuations.<tenant>.<group>` (ignored with `queue`) */
+  group?: string;
+  /** the queue to take from @defaultValue continuationQueue(tenant, group) */
+  queue?: string;
   /** @defaultValue 8 */
   concurrency?: number;
   handler: ContinuationHandler;
@@ -115,7 +121,7 @@ export class ContinuationWorker {
       let leases: ContinuationLease[];
       try {
         leases = await opts.host.claimContinuations(
-          { worker: opts.name, max: free, leaseMs, waitMs: opts.pollMs ?? 10_000 },
+          { worker: opts.name, max: free, leaseMs, waitMs: opts.pollMs ?? 10_000, group: opts.group },
           { signal },
         );
         failures = 0;

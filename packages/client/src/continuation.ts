@@ -8,9 +8,14 @@
 import type { HostClient } from "./host.js";
 import type { Wait } from "./wire.js";
 
-/** BullMQ queue of a tenant's continuations (docs/api.md, Continuations). */
-export function continuationQueue(tenant: string): string {
-  return `continuations.${tenant}`;
+/**
+ * BullMQ queue of a tenant's continuations (docs/api.md, Continuations), or of one of its
+ * named groups: `continuations.<tenant>[.<group>]`. The server's `continuationQueueName`
+ * (@rendezvous/core, which the installed client does not depend on) names the same; a test
+ * checks that they agree.
+ */
+export function continuationQueue(tenant: string, group?: string): string {
+  return group === undefined ? `continuations.${tenant}` : `continuations.${tenant}.${group}`;
 }
 
 export interface Continuation {

@@ -51,6 +51,11 @@ export interface ClaimRequest {
   leaseMs?: number;
   /** long poll, 0–20000 @defaultValue 0 */
   waitMs?: number;
+  /**
+   * a named group of the tenant's `continuationGroups` (its own queue); absent = the
+   * tenant's other continuations. An unknown group answers `400 invalid_request`.
+   */
+  group?: string;
 }
 
 export interface ConsumeResult {

@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { z } from "zod";
+import { ContinuationGroups, continuationQueues } from "./continuation-groups.js";
 import { encodeParts } from "./encoding.js";
 import { RendezvousError } from "./errors.js";
 import { digest4 } from "./keys.js";
@@ -34,6 +35,13 @@ export const TenantConfig = z.strictObject({
   /** Optional signed webhook for continuations. */
   webhook: z.strictObject({ url: z.url(), secret: z.string().min(1) }).optional(),
   producers: z.record(Name, ProducerConfig).default({}),
+  /**
+   * Named continuation groups: event types routed to a queue of their own,
+   * `continuations.<tenant>.<group>`, claimed with `"group"` (docs/api.md, Continuations
+   * over HTTP). The first group (in order) whose patterns match a wait's `eventType` takes
+   * its continuation; others stay in `continuations.<tenant>`. Absent = no groups.
+   */
+  continuationGroups: ContinuationGroups.optional(),
 });
 export type TenantConfig = z.infer<typeof TenantConfig>;
 
@@ -217,6 +225,7 @@ export function parseConfig(input: unknown): Config {
     }
     digests.set(d, tenant);
   }
+  continuationQueues(config.tenants);
   return config;
 }
 

@@ -31,6 +31,14 @@ export {
   recentRejections,
   type TenantWaitCounts,
 } from "./console-reads.js";
+export {
+  ContinuationGroupConfig,
+  ContinuationGroupName,
+  ContinuationGroups,
+  continuationGroupOf,
+  continuationQueueName,
+  continuationQueues,
+} from "./continuation-groups.js";
 export { canonicalJson, decodeParts, digest, encodeParts, fnv1a32, splitEncodings } from "./encoding.js";
 export { type ErrorCode, errorCatalogue, isRendezvousError, RendezvousError } from "./errors.js";
 export { FAILPOINTS, type FailpointName, failpoint, parseFailpoints } from "./failpoints.js";

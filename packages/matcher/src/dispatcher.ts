@@ -1,20 +1,28 @@
 /**
  * The dispatcher: moves resolutions from the partition outboxes to the BullMQ queue
- * `continuations.<tenant>` (job name `continuation`, job id = wait id, data = the
+ * `continuations.<tenant>` (or `continuations.<tenant>.<group>` where the tenant's
+ * continuationGroups route the wait's event type; job name `continuation`, job id = wait id, data = the
  * Wait) and, where the tenant has a webhook, to the internal `webhooks` queue whose
  * worker POSTs a signed request with retries and backoff. An outbox entry is acked
  * only after its jobs are enqueued; a re-dispatch after a crash finds the job by id
  * and adds nothing.
  */
 import { createHmac } from "node:crypto";
-import { DISPATCHER_GROUP, failpoint, type RedisLike, type Resources, type Store, type Wait } from "@rendezvous/core";
+import {
+  continuationGroupOf,
+  continuationQueueName,
+  DISPATCHER_GROUP,
+  failpoint,
+  type RedisLike,
+  type Resources,
+  type Store,
+  type Wait,
+} from "@rendezvous/core";
 import { type Job, Queue, Worker } from "bullmq";
 import { ConsumerLoop, type StreamEntry } from "./consumer-loop.js";
 
-/** Queue of a tenant's continuations (docs/api.md, Continuations). */
-export function continuationQueueName(tenant: string): string {
-  return `continuations.${tenant}`;
-}
+/** Queue of a tenant's continuations (docs/api.md, Continuations): owned by core, re-exported here. */
+export { continuationQueueName };
 
 /** Internal queue of webhook deliveries. */
 export const WEBHOOK_QUEUE = "webhooks";
@@ -122,7 +130,9 @@ export class Dispatcher {
     const hooks: Wait[] = [];
     for (const wait of waits) {
       if (!wait) continue; // expired since: nothing left to hand out
-      const name = continuationQueueName(wait.tenant);
+      // a wait whose type one of the tenant's groups routes goes to that group's queue
+      const groups = this.#res.config.tenants[wait.tenant]?.continuationGroups;
+      const name = continuationQueueName(wait.tenant, continuationGroupOf(groups, wait.eventType));
       const list = byQueue.get(name);
       if (list) list.push(wait);
       else byQueue.set(name, [wait]);

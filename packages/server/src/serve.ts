@@ -7,6 +7,7 @@
 import { resolve } from "node:path";
 import {
   type Config,
+  continuationQueues,
   createLogger,
   createResources,
   ensurePartitionCount,
@@ -14,7 +15,7 @@ import {
   loadConfigFile,
   parseConfig,
 } from "@rendezvous/core";
-import { continuationQueueName, WEBHOOK_QUEUE } from "@rendezvous/matcher";
+import { WEBHOOK_QUEUE } from "@rendezvous/matcher";
 import { Scheduler, TIMEOUT_QUEUE } from "@rendezvous/scheduler";
 import { type DataDirLock, lockDataDir } from "./data-dir-lock.js";
 import { describeDevConfig, ensureDevConfig } from "./dev-config.js";
@@ -116,7 +117,7 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
       running: () => roles.running(),
       api: serveApi,
       scheduleTimeout: planner ? (partition, deadline) => planner.schedule([{ partition, deadline }]) : undefined,
-      queueNames: [TIMEOUT_QUEUE, WEBHOOK_QUEUE, ...Object.keys(config.tenants).map(continuationQueueName)],
+      queueNames: [TIMEOUT_QUEUE, WEBHOOK_QUEUE, ...continuationQueues(config.tenants)],
       limits: {
         maxConnections: env.RENDEZVOUS_MAX_CONNECTIONS,
         maxConnectionsPerAddress:

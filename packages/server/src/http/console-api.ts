@@ -6,6 +6,8 @@
  * names answer 404).
  */
 import {
+  continuationGroupOf,
+  continuationQueueName,
   countWaits,
   listWaitsOfTenants,
   overdueWaits,
@@ -17,7 +19,6 @@ import {
   Wait as WaitSchema,
 } from "@rendezvous/core";
 import { authenticateHost, type CredentialIndex, type HostIdentity, readTenant } from "@rendezvous/ingest";
-import { continuationQueueName } from "@rendezvous/matcher";
 import { Queue } from "bullmq";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
@@ -78,11 +79,14 @@ export const consoleApi: FastifyPluginAsyncZod<ConsoleApiOptions> = async (app, 
 
   const connection = res.connect("console");
   const queues = new Map<string, Queue>();
-  const queueOf = (tenant: string): Queue => {
-    let q = queues.get(tenant);
+  /** The queue a wait's continuation is on: its tenant's, or the group's its event type is routed to. */
+  const queueOf = (tenant: string, eventType: string): Queue => {
+    const groups = res.config.tenants[tenant]?.continuationGroups;
+    const name = continuationQueueName(tenant, continuationGroupOf(groups, eventType));
+    let q = queues.get(name);
     if (!q) {
-      q = new Queue(continuationQueueName(tenant), { connection, prefix: res.queuePrefix });
-      queues.set(tenant, q);
+      q = new Queue(name, { connection, prefix: res.queuePrefix });
+      queues.set(name, q);
     }
     return q;
   };
@@ -234,7 +238,7 @@ export const consoleApi: FastifyPluginAsyncZod<ConsoleApiOptions> = async (app, 
     "/waits/:id/job",
     {
       schema: {
-        summary: "The continuation job of a wait (BullMQ queue continuations.<tenant>, job id = wait id)",
+        summary: "The continuation job of a wait (BullMQ queue continuations.<tenant>[.<group>], job id = wait id)",
         params: z.object({ id: z.string().max(200) }),
         response: {
           200: z.object({
@@ -260,7 +264,7 @@ export const consoleApi: FastifyPluginAsyncZod<ConsoleApiOptions> = async (app, 
       const id = who(request);
       const wait = await store.getWait(id.kind === "host" ? id.tenant : null, request.params.id);
       if (!wait) throw new RendezvousError("not_found");
-      const queue = queueOf(wait.tenant);
+      const queue = queueOf(wait.tenant, wait.eventType);
       const job = await queue.getJob(wait.id);
       const at = (ms: number | undefined) => (ms ? new Date(ms).toISOString() : null);
       return {

@@ -1,7 +1,8 @@
 /**
  * Continuations over HTTP (docs/api.md): leases on the SAME BullMQ queue the dispatcher
- * fills (`continuations.<tenant>`, job id = wait id), taken with BullMQ's manual job
- * processing, so a continuation goes to one claimer at a time whichever transport takes it.
+ * fills (`continuations.<tenant>`, or `continuations.<tenant>.<group>` for a named group;
+ * job id = wait id), taken with BullMQ's manual job processing, so a continuation goes to
+ * one claimer at a time whichever transport takes it.
  *
  * - claim: `worker.getNextJob(token, {block: false})` moves a job to active with a lock
  *   keyed by a fresh random token; `extendJobLocks` then sets the lock to the claim's
@@ -12,12 +13,22 @@
  * - an expired lease: BullMQ's stalled check (every LEASE_CHECK_MS) moves an active job
  *   whose lock is gone back to wait; `maxStalledCount` is so high that it never fails one.
  *
- * One `Worker` (autorun off) per tenant, created on first use, closed by `close()`. A long
+ * A grouped lease names its group in the lease id; ack and extend take it from there, and a
+ * group the caller's tenant does not have names no lease (`lease_expired`).
+ *
+ * One `Worker` (autorun off) per queue (tenant, group), created on first use, closed by `close()`. A long
  * poll polls with backoff (a Lua call that finds nothing is cheap) instead of holding a
  * blocking connection per request, and answers `[]` at once when the server drains.
  */
 import { randomBytes } from "node:crypto";
-import { type RedisLike, RendezvousError, type Resources, type Wait, withinCommandTimeout } from "@rendezvous/core";
+import {
+  continuationQueueName,
+  type RedisLike,
+  RendezvousError,
+  type Resources,
+  type Wait,
+  withinCommandTimeout,
+} from "@rendezvous/core";
 import { Job, Worker } from "bullmq";
 import { Counter, type Registry } from "prom-client";
 
@@ -40,22 +51,39 @@ export interface Lease {
 }
 
 export interface ClaimRequest {
+  /** a named group of the tenant (checked by the caller); absent = the default queue */
+  group?: string;
   max: number;
   leaseMs: number;
   waitMs: number;
 }
 
-/** `base64url(job id)` `.` hex token: `[A-Za-z0-9._-]`, opaque to the caller. */
-export function encodeLeaseId(jobId: string, token: string): string {
-  return `${Buffer.from(jobId, "utf8").toString("base64url")}.${token}`;
+const b64 = (s: string) => Buffer.from(s, "utf8").toString("base64url");
+
+/**
+ * `base64url(job id)` `.` hex token, then `.` `base64url(group)` for a grouped lease:
+ * `[A-Za-z0-9._-]`, opaque to the caller.
+ */
+export function encodeLeaseId(jobId: string, token: string, group?: string): string {
+  const base = `${b64(jobId)}.${token}`;
+  return group === undefined ? base : `${base}.${b64(group)}`;
 }
 
-export function decodeLeaseId(leaseId: string): { jobId: string; token: string } | null {
-  const m = /^([A-Za-z0-9_-]{1,300})\.([0-9a-f]{32})$/.exec(leaseId);
+export interface DecodedLease {
+  jobId: string;
+  token: string;
+  group?: string;
+}
+
+export function decodeLeaseId(leaseId: string): DecodedLease | null {
+  const m = /^([A-Za-z0-9_-]{1,300})\.([0-9a-f]{32})(?:\.([A-Za-z0-9_-]{1,88}))?$/.exec(leaseId);
   if (!m) return null;
   const jobId = Buffer.from(m[1] as string, "base64url").toString("utf8");
   // job ids are wait ids: anything else names no job (and never another key of the queue)
-  return /^[A-Za-z0-9._-]{1,200}$/.test(jobId) ? { jobId, token: m[2] as string } : null;
+  if (!/^[A-Za-z0-9._-]{1,200}$/.test(jobId)) return null;
+  if (m[3] === undefined) return { jobId, token: m[2] as string };
+  const group = Buffer.from(m[3], "base64url").toString("utf8");
+  return /^[A-Za-z0-9._-]{1,64}$/.test(group) ? { jobId, token: m[2] as string, group } : null;
 }
 
 function counter(registry: Registry, name: string, help: string): Counter<"tenant"> {
@@ -87,14 +115,21 @@ export class ContinuationClaims {
     );
   }
 
-  #worker(tenant: string): Worker<Wait> {
-    let w = this.#workers.get(tenant);
+  /** Whether the tenant's config has this group. */
+  hasGroup(tenant: string, group: string): boolean {
+    const groups = this.#res.config.tenants[tenant]?.continuationGroups;
+    return groups !== undefined && Object.hasOwn(groups, group);
+  }
+
+  #worker(tenant: string, group: string | undefined): Worker<Wait> {
+    const queue = continuationQueueName(tenant, group);
+    let w = this.#workers.get(queue);
     if (w) return w;
     if (this.#closing) throw new RendezvousError("unavailable", "shutting down");
     // one command connection shared by every tenant's worker (each adds its own blocking one,
     // which a claim never blocks on)
     this.#conn ??= this.#res.connect("continuation-claims", { blocking: true });
-    w = new Worker<Wait>(`continuations.${tenant}`, null, {
+    w = new Worker<Wait>(queue, null, {
       connection: this.#conn,
       prefix: this.#res.queuePrefix,
       autorun: false,
@@ -103,10 +138,10 @@ export class ContinuationClaims {
       maxStalledCount: NEVER_FAIL,
       name: "http-claims",
     });
-    w.on("error", (err) => this.#res.logger.warn({ err, tenant }, "continuation claims: worker error"));
+    w.on("error", (err) => this.#res.logger.warn({ err, tenant, group }, "continuation claims: worker error"));
     w.on("stalled", () => this.#expired.inc({ tenant }));
     void w.startStalledCheckTimer();
-    this.#workers.set(tenant, w);
+    this.#workers.set(queue, w);
     return w;
   }
 
@@ -116,7 +151,7 @@ export class ContinuationClaims {
 
   /** Up to `max` leases of the tenant's continuations; a long poll waits up to `waitMs` for one. */
   async claim(tenant: string, req: ClaimRequest, gone: () => boolean = () => false): Promise<Lease[]> {
-    const worker = this.#worker(tenant);
+    const worker = this.#worker(tenant, req.group);
     const until = Date.now() + req.waitMs;
     let pause = POLL_FIRST_MS;
     for (;;) {
@@ -151,7 +186,7 @@ export class ContinuationClaims {
     const leases = jobs
       .filter((j) => !failed.has(j.job.id as string))
       .map(({ job, token }) => ({
-        leaseId: encodeLeaseId(job.id as string, token),
+        leaseId: encodeLeaseId(job.id as string, token, req.group),
         waitId: job.id as string,
         attempt: Math.max(1, job.attemptsStarted),
         leaseExpiresAt: new Date(at).toISOString(),
@@ -161,11 +196,19 @@ export class ContinuationClaims {
     return leases;
   }
 
+  /** The lease a lease id names in the tenant's queues; a group the tenant lacks names none. */
+  #lease(tenant: string, leaseId: string): DecodedLease {
+    const lease = decodeLeaseId(leaseId);
+    if (!lease || (lease.group !== undefined && !this.hasGroup(tenant, lease.group))) {
+      throw new RendezvousError("lease_expired");
+    }
+    return lease;
+  }
+
   /** Acknowledges a lease: the continuation is done. */
   async ack(tenant: string, leaseId: string): Promise<void> {
-    const lease = decodeLeaseId(leaseId);
-    if (!lease) throw new RendezvousError("lease_expired");
-    const worker = this.#worker(tenant);
+    const lease = this.#lease(tenant, leaseId);
+    const worker = this.#worker(tenant, lease.group);
     // the job's own options (removeOnComplete: kept 24 h) come with it
     const job = await this.#bounded(Job.fromId<Wait>(worker, lease.jobId));
     if (!job) throw new RendezvousError("lease_expired");
@@ -182,9 +225,8 @@ export class ContinuationClaims {
 
   /** Extends a lease to `leaseMs` from now; the new expiry. */
   async extend(tenant: string, leaseId: string, leaseMs: number): Promise<string> {
-    const lease = decodeLeaseId(leaseId);
-    if (!lease) throw new RendezvousError("lease_expired");
-    const worker = this.#worker(tenant);
+    const lease = this.#lease(tenant, leaseId);
+    const worker = this.#worker(tenant, lease.group);
     const at = Date.now() + leaseMs;
     const failed = await this.#bounded(worker.extendJobLocks([lease.jobId], [lease.token], leaseMs));
     if (failed.length > 0) throw new RendezvousError("lease_expired");

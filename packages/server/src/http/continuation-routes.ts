@@ -3,7 +3,15 @@
  * caller's tenant's continuations (long poll), acknowledge, extend. Host key, or the
  * admin token with `?tenant=`. Bodies, params and answers are zod schemas.
  */
-import { type Config, errorResponses, type Resources, Text, Wait } from "@rendezvous/core";
+import {
+  type Config,
+  ContinuationGroupName,
+  errorResponses,
+  RendezvousError,
+  type Resources,
+  Text,
+  Wait,
+} from "@rendezvous/core";
 import { authenticateHost, type CredentialIndex, type HostIdentity, readTenant } from "@rendezvous/ingest";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
@@ -21,6 +29,8 @@ export const ClaimBody = z.strictObject({
   max: z.number().int().min(1).max(100).default(10),
   leaseMs: LeaseMs.default(30_000),
   waitMs: z.number().int().min(0).max(20_000).default(0),
+  /** a named group of the tenant's continuationGroups; absent = the default queue */
+  group: ContinuationGroupName.optional(),
 });
 export const ExtendBody = z.strictObject({ leaseMs: LeaseMs.default(30_000) });
 /** A lease id is opaque; one the server never issued answers `409 lease_expired`. */
@@ -63,7 +73,12 @@ export const continuationRoutes: FastifyPluginAsyncZod<ContinuationRoutesOptions
     },
     async (request, reply) => {
       const tenant = tenantOf(request, request.query.tenant);
-      const { max, leaseMs, waitMs } = request.body;
+      const { max, leaseMs, waitMs, group } = request.body;
+      if (group !== undefined && !claims.hasGroup(tenant, group)) {
+        throw new RendezvousError("invalid_request", "no such continuation group in the tenant's config", {
+          issues: [{ path: ["group"], message: "unknown group" }],
+        });
+      }
       // a client gone mid-poll takes nothing more (what it already took comes back after its lease);
       // before the answer, the response's `close` is the connection's
       let closed = false;
@@ -71,8 +86,11 @@ export const continuationRoutes: FastifyPluginAsyncZod<ContinuationRoutesOptions
         closed = true;
       });
       const gone = () => closed;
-      const continuations = await claims.claim(tenant, { max, leaseMs, waitMs }, gone);
-      request.log.debug({ tenant, worker: request.body.worker, n: continuations.length }, "continuations leased");
+      const continuations = await claims.claim(tenant, { group, max, leaseMs, waitMs }, gone);
+      request.log.debug(
+        { tenant, group, worker: request.body.worker, n: continuations.length },
+        "continuations leased",
+      );
       return { continuations };
     },
   );
