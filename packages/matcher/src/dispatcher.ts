@@ -5,11 +5,16 @@
  * worker POSTs a signed request with retries and backoff. An outbox entry is acked
  * only after its jobs are enqueued; a re-dispatch after a crash finds the job by id
  * and adds nothing.
+ *
+ * A backlog (a burst of timeouts, a flood of events) is handed out in paced steps
+ * (`Pacer`): at most `step` entries per step, one step at a time across partitions,
+ * a rest after each full step; each step acks its own entries once their jobs exist.
  */
 import { createHmac } from "node:crypto";
 import { DISPATCHER_GROUP, failpoint, type RedisLike, type Resources, type Store, type Wait } from "@rendezvous/core";
 import { type Job, Queue, Worker } from "bullmq";
 import { ConsumerLoop, type StreamEntry } from "./consumer-loop.js";
+import { Pacer } from "./pacer.js";
 
 /** Queue of a tenant's continuations (docs/api.md, Continuations). */
 export function continuationQueueName(tenant: string): string {
@@ -39,6 +44,15 @@ export interface DispatcherOptions {
   webhookBackoffMs?: number;
   /** request timeout @defaultValue 10000 */
   webhookTimeoutMs?: number;
+  /** most outbox entries handed out in one step (one `getWaits`, `addBulk` per queue, `annotateMany`, `XACK`) @defaultValue 50 */
+  step?: number;
+  /**
+   * rest after a full step, as a multiple of its duration (at most 50 ms; 0: one turn
+   * of the event loop) @defaultValue 1
+   */
+  restRatio?: number;
+  /** most entries one `XREADGROUP` reads per partition @defaultValue 100 */
+  readCount?: number;
 }
 
 interface WebhookJob {
@@ -54,6 +68,7 @@ export class Dispatcher {
   /** the Store on the dispatcher's own connection: its pipelines queue none of the API's commands behind them */
   readonly #store: Store;
   readonly #queues = new Map<string, Queue>();
+  readonly #pacer: Pacer;
   #webhookWorker: Worker<WebhookJob> | undefined;
 
   constructor(res: Resources, opts: DispatcherOptions = {}) {
@@ -63,6 +78,7 @@ export class Dispatcher {
     this.#queueConn = res.connect("dispatcher-queues", { blocking: true });
     const commands = res.connect("dispatcher-commands");
     this.#store = res.store.withConnection(commands);
+    this.#pacer = new Pacer({ step: opts.step ?? 50, restRatio: opts.restRatio ?? 1 });
     this.loop = new ConsumerLoop({
       name: "dispatcher",
       redis: commands,
@@ -73,6 +89,7 @@ export class Dispatcher {
         key: layout.partition(p).outbox,
       })),
       handle: (_p, key, entries) => this.#handle(key, entries),
+      count: opts.readCount ?? 100,
       logger: res.logger.child({ system: "dispatcher" }),
       claimIdleMs: res.config.claimIdleMs,
       consumer: opts.consumer,
@@ -115,7 +132,17 @@ export class Dispatcher {
     await Promise.all([...this.#queues.values()].map((q) => q.close()));
   }
 
+  /** A partition's entries in order, in paced steps of at most `step`. */
   async #handle(key: string, entries: StreamEntry[]): Promise<void> {
+    const step = this.#pacer.step;
+    for (let from = 0; from < entries.length; from += step) {
+      const slice = entries.slice(from, from + step);
+      await this.#pacer.run(slice.length, () => this.#dispatch(key, slice));
+    }
+  }
+
+  /** One step: jobs for the entries' waits, their annotations, then the entries' ack. */
+  async #dispatch(key: string, entries: StreamEntry[]): Promise<void> {
     const ids = entries.flatMap((e) => (e.fields?.w ? [e.fields.w] : []));
     const waits = await this.#store.getWaits(ids);
     const byQueue = new Map<string, Wait[]>();
