@@ -11,10 +11,17 @@
  * a rest after each full step; each step acks its own entries once their jobs exist.
  */
 import { createHmac } from "node:crypto";
-import { DISPATCHER_GROUP, failpoint, type RedisLike, type Resources, type Store, type Wait } from "@rendezvous/core";
+import {
+  DISPATCHER_GROUP,
+  failpoint,
+  Pacer,
+  type RedisLike,
+  type Resources,
+  type Store,
+  type Wait,
+} from "@rendezvous/core";
 import { type Job, Queue, Worker } from "bullmq";
 import { ConsumerLoop, type StreamEntry } from "./consumer-loop.js";
-import { Pacer } from "./pacer.js";
 
 /** Queue of a tenant's continuations (docs/api.md, Continuations). */
 export function continuationQueueName(tenant: string): string {
@@ -48,9 +55,11 @@ export interface DispatcherOptions {
   step?: number;
   /**
    * rest after a full step, as a multiple of its duration (at most 50 ms; 0: one turn
-   * of the event loop) @defaultValue 1
+   * of the event loop) @defaultValue 1; ignored with `pacer`
    */
   restRatio?: number;
+  /** paces the steps; `rendezvous start` shares one with the scheduler @defaultValue a pacer of its own */
+  pacer?: Pacer;
   /** most entries one `XREADGROUP` reads per partition @defaultValue 100 */
   readCount?: number;
 }
@@ -68,7 +77,9 @@ export class Dispatcher {
   /** the Store on the dispatcher's own connection: its pipelines queue none of the API's commands behind them */
   readonly #store: Store;
   readonly #queues = new Map<string, Queue>();
-  readonly #pacer: Pacer;
+  /** the dispatcher's lane of its pacer: one step at a time across partitions */
+  readonly #paced: Pacer["run"];
+  readonly #step: number;
   #webhookWorker: Worker<WebhookJob> | undefined;
 
   constructor(res: Resources, opts: DispatcherOptions = {}) {
@@ -78,7 +89,8 @@ export class Dispatcher {
     this.#queueConn = res.connect("dispatcher-queues", { blocking: true });
     const commands = res.connect("dispatcher-commands");
     this.#store = res.store.withConnection(commands);
-    this.#pacer = new Pacer({ step: opts.step ?? 50, restRatio: opts.restRatio ?? 1 });
+    this.#paced = (opts.pacer ?? new Pacer(opts.restRatio ?? 1)).lane();
+    this.#step = Math.max(1, Math.floor(opts.step ?? 50));
     this.loop = new ConsumerLoop({
       name: "dispatcher",
       redis: commands,
@@ -134,10 +146,10 @@ export class Dispatcher {
 
   /** A partition's entries in order, in paced steps of at most `step`. */
   async #handle(key: string, entries: StreamEntry[]): Promise<void> {
-    const step = this.#pacer.step;
+    const step = this.#step;
     for (let from = 0; from < entries.length; from += step) {
       const slice = entries.slice(from, from + step);
-      await this.#pacer.run(slice.length, () => this.#dispatch(key, slice));
+      await this.#paced(slice.length >= step, () => this.#dispatch(key, slice));
     }
   }
 
