@@ -6,9 +6,11 @@
  * only after its jobs are enqueued; a re-dispatch after a crash finds the job by id
  * and adds nothing.
  *
- * A backlog (a burst of timeouts, a flood of events) is handed out in paced steps
- * (`Pacer`): at most `step` entries per step, one step at a time across partitions,
- * a rest after each full step; each step acks its own entries once their jobs exist.
+ * A backlog (a burst of timeouts, a flood of events) is handed out in steps of at most
+ * `step` entries, each acking its own entries once their jobs exist. Given a `Pacer`
+ * (`rendezvous start` shares one with the scheduler, to leave the API room in the same
+ * event loop) the steps run one at a time across partitions with a rest after each full
+ * one; alone in a process the dispatcher runs partitions in parallel, unpaced.
  */
 import { createHmac } from "node:crypto";
 import {
@@ -54,11 +56,12 @@ export interface DispatcherOptions {
   /** most outbox entries handed out in one step (one `getWaits`, `addBulk` per queue, `annotateMany`, `XACK`) @defaultValue 50 */
   step?: number;
   /**
-   * rest after a full step, as a multiple of its duration (at most 50 ms; 0: one turn
-   * of the event loop) @defaultValue 1; ignored with `pacer`
+   * rest after a full step, as a multiple of its duration (at most 50 ms), steps one at
+   * a time across partitions; 0: no pacing, partitions in parallel @defaultValue 0;
+   * ignored with `pacer`
    */
   restRatio?: number;
-  /** paces the steps; `rendezvous start` shares one with the scheduler @defaultValue a pacer of its own */
+  /** paces the steps (one at a time, a rest after each full one); `rendezvous start` shares one with the scheduler */
   pacer?: Pacer;
   /** most entries one `XREADGROUP` reads per partition @defaultValue 100 */
   readCount?: number;
@@ -89,7 +92,13 @@ export class Dispatcher {
     this.#queueConn = res.connect("dispatcher-queues", { blocking: true });
     const commands = res.connect("dispatcher-commands");
     this.#store = res.store.withConnection(commands);
-    this.#paced = (opts.pacer ?? new Pacer(opts.restRatio ?? 1)).lane();
+    const restRatio = opts.restRatio ?? 0;
+    // unpaced (a dispatcher alone in its process): partitions in parallel, each in steps
+    this.#paced = opts.pacer
+      ? opts.pacer.lane()
+      : restRatio > 0
+        ? new Pacer(restRatio).lane()
+        : (_full, work) => work();
     this.#step = Math.max(1, Math.floor(opts.step ?? 50));
     this.loop = new ConsumerLoop({
       name: "dispatcher",

@@ -21,9 +21,10 @@ export interface RunningRoles {
 }
 
 export async function startRoles(res: Resources, names: readonly WorkerRole[]): Promise<RunningRoles> {
-  // one pacer for the timeouts and their hand-out: a burst's steps of the two take turns
-  // with a rest after each, instead of running back to back and starving the API
-  const pacer = new Pacer();
+  // scheduler and dispatcher in one process (`start`, beside the API): one pacer for the
+  // timeouts and their hand-out, so a burst's steps of the two take turns with a rest
+  // after each instead of running back to back and starving the API's requests
+  const pacer = names.includes("scheduler") && names.includes("dispatcher") ? new Pacer() : undefined;
   const matcher = names.includes("matcher") ? new Matcher(res) : undefined;
   const scheduler = names.includes("scheduler") ? new Scheduler(res, { pacer }) : undefined;
   const dispatcher = names.includes("dispatcher") ? new Dispatcher(res, { pacer }) : undefined;
