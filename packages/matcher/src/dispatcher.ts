@@ -80,7 +80,7 @@ export class Dispatcher {
   /** the Store on the dispatcher's own connection: its pipelines queue none of the API's commands behind them */
   readonly #store: Store;
   readonly #queues = new Map<string, Queue>();
-  /** the dispatcher's lane of its pacer: one step at a time across partitions */
+  /** runs a step: in its lane of the pacer (one step at a time across partitions), or at once when unpaced */
   readonly #paced: Pacer["run"];
   readonly #step: number;
   #webhookWorker: Worker<WebhookJob> | undefined;
