@@ -61,6 +61,7 @@ export { DISPATCHER_GROUP, KeyLayout, MATCHER_GROUP, type PartitionKeys } from "
 export { ListGate, ListLease } from "./list-gate.js";
 export { createLogger, type Logger, REDACT_PATHS } from "./logger.js";
 export { createMetrics, type Metrics } from "./metrics.js";
+export { MAX_REST_MS, Pacer } from "./pacer.js";
 export { iso, toEventRecord, toWait } from "./records.js";
 export {
   COMMAND_TIMED_OUT,

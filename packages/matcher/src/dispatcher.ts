@@ -6,6 +6,12 @@
  * worker POSTs a signed request with retries and backoff. An outbox entry is acked
  * only after its jobs are enqueued; a re-dispatch after a crash finds the job by id
  * and adds nothing.
+ *
+ * A backlog (a burst of timeouts, a flood of events) is handed out in steps of at most
+ * `step` entries, each acking its own entries once their jobs exist. Given a `Pacer`
+ * (`rendezvous start` shares one with the scheduler, to leave the API room in the same
+ * event loop) the steps run one at a time across partitions with a rest after each full
+ * one; alone in a process the dispatcher runs partitions in parallel, unpaced.
  */
 import { createHmac } from "node:crypto";
 import {
@@ -13,6 +19,7 @@ import {
   continuationQueueName,
   DISPATCHER_GROUP,
   failpoint,
+  Pacer,
   type RedisLike,
   type Resources,
   type Store,
@@ -47,6 +54,18 @@ export interface DispatcherOptions {
   webhookBackoffMs?: number;
   /** request timeout @defaultValue 10000 */
   webhookTimeoutMs?: number;
+  /** most outbox entries handed out in one step (one `getWaits`, `addBulk` per queue, `annotateMany`, `XACK`) @defaultValue 50 */
+  step?: number;
+  /**
+   * rest after a full step, as a multiple of its duration (at most 50 ms), steps one at
+   * a time across partitions; 0: no pacing, partitions in parallel @defaultValue 0;
+   * ignored with `pacer`
+   */
+  restRatio?: number;
+  /** paces the steps (one at a time, a rest after each full one); `rendezvous start` shares one with the scheduler */
+  pacer?: Pacer;
+  /** most entries one `XREADGROUP` reads per partition @defaultValue 100 */
+  readCount?: number;
 }
 
 interface WebhookJob {
@@ -62,6 +81,9 @@ export class Dispatcher {
   /** the Store on the dispatcher's own connection: its pipelines queue none of the API's commands behind them */
   readonly #store: Store;
   readonly #queues = new Map<string, Queue>();
+  /** runs a step: in its lane of the pacer (one step at a time across partitions), or at once when unpaced */
+  readonly #paced: Pacer["run"];
+  readonly #step: number;
   #webhookWorker: Worker<WebhookJob> | undefined;
 
   constructor(res: Resources, opts: DispatcherOptions = {}) {
@@ -71,6 +93,14 @@ export class Dispatcher {
     this.#queueConn = res.connect("dispatcher-queues", { blocking: true });
     const commands = res.connect("dispatcher-commands");
     this.#store = res.store.withConnection(commands);
+    const restRatio = opts.restRatio ?? 0;
+    // unpaced (a dispatcher alone in its process): partitions in parallel, each in steps
+    this.#paced = opts.pacer
+      ? opts.pacer.lane()
+      : restRatio > 0
+        ? new Pacer(restRatio).lane()
+        : (_full, work) => work();
+    this.#step = Math.max(1, Math.floor(opts.step ?? 50));
     this.loop = new ConsumerLoop({
       name: "dispatcher",
       redis: commands,
@@ -81,6 +111,7 @@ export class Dispatcher {
         key: layout.partition(p).outbox,
       })),
       handle: (_p, key, entries) => this.#handle(key, entries),
+      count: opts.readCount ?? 100,
       logger: res.logger.child({ system: "dispatcher" }),
       claimIdleMs: res.config.claimIdleMs,
       consumer: opts.consumer,
@@ -123,7 +154,17 @@ export class Dispatcher {
     await Promise.all([...this.#queues.values()].map((q) => q.close()));
   }
 
+  /** A partition's entries in order, in paced steps of at most `step`. */
   async #handle(key: string, entries: StreamEntry[]): Promise<void> {
+    const step = this.#step;
+    for (let from = 0; from < entries.length; from += step) {
+      const slice = entries.slice(from, from + step);
+      await this.#paced(slice.length >= step, () => this.#dispatch(key, slice));
+    }
+  }
+
+  /** One step: jobs for the entries' waits, their annotations, then the entries' ack. */
+  async #dispatch(key: string, entries: StreamEntry[]): Promise<void> {
     const ids = entries.flatMap((e) => (e.fields?.w ? [e.fields.w] : []));
     const waits = await this.#store.getWaits(ids);
     const byQueue = new Map<string, Wait[]>();

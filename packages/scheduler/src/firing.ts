@@ -2,14 +2,14 @@
  * Firing timeouts in bounded steps. Each step sends at most `step` waits to Redis,
  * one `timeoutWait` call per wait in one pipeline (each call atomic on its own: the
  * event-time rule stays in Lua), and handles the answers; before the next step the
- * firing rests for `restRatio` times as long as that step took (at most MAX_REST_MS).
+ * firing rests for `restRatio` times as long as that step took (at most MAX_REST_MS;
+ * the rest is kept by a `Pacer`, under `rendezvous start` the one the dispatcher uses).
  * So however many waits share a deadline, no step holds Redis or this process for
  * long, and a burst takes at most about 1 / (1 + restRatio) of the process's time:
  * the API's requests (in the same process under `rendezvous start`), the dispatcher
  * handing out the continuations and other clients' commands are served between steps.
  */
-import { setImmediate as nextTurn, setTimeout as sleep } from "node:timers/promises";
-import { failpoint, type Metrics, type Store, type Wait } from "@rendezvous/core";
+import { failpoint, type Metrics, type Pacer, type Store, type Wait } from "@rendezvous/core";
 
 /** What firing did: waits timed out, waits left for a retry job, steps taken and the largest. */
 export interface FireResult {
@@ -52,46 +52,40 @@ export interface FiringOptions {
   metrics: Metrics;
   /** most waits per step */
   step: number;
-  /** rest between steps, as a multiple of the last step's duration (0: one turn of the event loop) */
-  restRatio: number;
+  /** runs each step after the rest the previous full one owes (shared with the dispatcher under `rendezvous start`) */
+  pacer: Pacer;
   retryMs: number;
   /** makes sure a bucket job fires at each of these deadlines (waits held back by the rule) */
   retryAt(deadlines: Array<{ deadline: number }>): Promise<unknown>;
 }
 
-/** The longest rest between two steps, ms: a slow step (a busy Redis) does not stall a burst for long. */
-export const MAX_REST_MS = 50;
-
 /** Times out `ids` in steps of at most `o.step` waits; a retry job for those an on-time event still holds back. */
 export async function fireInSteps(ids: readonly string[], o: FiringOptions): Promise<FireResult> {
   const total = noFiring();
-  let lastMs = 0;
   for (let from = 0; from < ids.length; from += o.step) {
-    if (from > 0) {
-      const rest = Math.min(MAX_REST_MS, lastMs * o.restRatio);
-      await (rest >= 1 ? sleep(rest) : nextTurn());
-    }
-    const t0 = performance.now();
     const slice = ids.slice(from, from + o.step);
-    const results = await o.store.timeoutMany(slice);
-    failpoint("scheduler.after-timeout");
-    const firedAt = Date.now();
-    const later: Array<{ deadline: number }> = [];
-    for (const r of results) {
-      if (r.outcome === "timed_out") {
-        total.timedOut++;
-        o.metrics.resolutions.inc({ kind: "timeout", tenant: r.wait.tenant });
-        const seconds = lateness(r.wait, firedAt);
-        if (seconds !== undefined) o.metrics.timeoutLateness.observe({ tenant: r.wait.tenant }, seconds);
-      } else if (r.outcome === "backlog" || (r.outcome === "not_due" && r.deadline !== null)) {
-        later.push({ deadline: Math.max(firedAt + o.retryMs, r.deadline ?? 0) });
-      }
-    }
-    if (later.length > 0) await o.retryAt(later);
-    total.retry += later.length;
-    total.steps++;
-    lastMs = performance.now() - t0;
-    total.largestStep = Math.max(total.largestStep, slice.length);
+    await o.pacer.run(slice.length >= o.step, () => fireStep(slice, o, total));
   }
   return total;
+}
+
+async function fireStep(slice: string[], o: FiringOptions, total: FireResult): Promise<void> {
+  const results = await o.store.timeoutMany(slice);
+  failpoint("scheduler.after-timeout");
+  const firedAt = Date.now();
+  const later: Array<{ deadline: number }> = [];
+  for (const r of results) {
+    if (r.outcome === "timed_out") {
+      total.timedOut++;
+      o.metrics.resolutions.inc({ kind: "timeout", tenant: r.wait.tenant });
+      const seconds = lateness(r.wait, firedAt);
+      if (seconds !== undefined) o.metrics.timeoutLateness.observe({ tenant: r.wait.tenant }, seconds);
+    } else if (r.outcome === "backlog" || (r.outcome === "not_due" && r.deadline !== null)) {
+      later.push({ deadline: Math.max(firedAt + o.retryMs, r.deadline ?? 0) });
+    }
+  }
+  if (later.length > 0) await o.retryAt(later);
+  total.retry += later.length;
+  total.steps++;
+  total.largestStep = Math.max(total.largestStep, slice.length);
 }

@@ -11,7 +11,7 @@
  * (`firing.ts`) on a connection of the scheduler's own, one run at a time per
  * process, so a burst of timeouts does not starve the API or other clients.
  */
-import { execBatch, type Resources, type Store } from "@rendezvous/core";
+import { execBatch, Pacer, type Resources, type Store } from "@rendezvous/core";
 import { type Job, Queue, Worker } from "bullmq";
 import { scanDeadlines } from "./deadlines.js";
 import { addFiring, type FireResult, fireInSteps, noFiring } from "./firing.js";
@@ -42,9 +42,11 @@ export interface SchedulerOptions {
    * rest between two timeout steps, as a multiple of the last step's duration (at most
    * 50 ms; 0 = one turn of the event loop): a burst then takes at most about half of the
    * process's time, leaving the rest to the API and to the dispatcher, which hands out the
-   * burst's continuations @defaultValue 1
+   * burst's continuations @defaultValue 1; ignored with `pacer`
    */
   restRatio?: number;
+  /** paces the timeout steps; `rendezvous start` shares one with the dispatcher @defaultValue a pacer of its own */
+  pacer?: Pacer;
   /** bucket worker concurrency @defaultValue 4 */
   concurrency?: number;
   /** partitions this process sweeps @defaultValue all */
@@ -96,6 +98,7 @@ export class Scheduler {
       batch: opts.batch ?? 1000,
       step: Math.max(1, opts.step ?? 50),
       restRatio: Math.max(0, opts.restRatio ?? 1),
+      pacer: opts.pacer ?? new Pacer(opts.restRatio ?? 1),
       concurrency: opts.concurrency ?? 4,
       partitions: opts.partitions ?? res.store.keys.allPartitions(),
     };
@@ -256,7 +259,7 @@ export class Scheduler {
       store: this.#store,
       metrics: this.#res.metrics,
       step: this.#o.step,
-      restRatio: this.#o.restRatio,
+      pacer: this.#o.pacer,
       retryMs: this.#o.retryMs,
       retryAt: (later) => this.schedule(later),
     });

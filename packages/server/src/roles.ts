@@ -3,7 +3,7 @@
  * API, mounted by the HTTP app). Stopping drains: stop reading, finish in-flight
  * work, hand back what is not done (it stays pending for another process).
  */
-import type { Resources } from "@rendezvous/core";
+import { Pacer, type Resources } from "@rendezvous/core";
 import { Dispatcher, Matcher } from "@rendezvous/matcher";
 import { Scheduler } from "@rendezvous/scheduler";
 
@@ -21,9 +21,13 @@ export interface RunningRoles {
 }
 
 export async function startRoles(res: Resources, names: readonly WorkerRole[]): Promise<RunningRoles> {
+  // scheduler and dispatcher in one process (`start`, beside the API): one pacer for the
+  // timeouts and their hand-out, so a burst's steps of the two take turns with a rest
+  // after each instead of running back to back and starving the API's requests
+  const pacer = names.includes("scheduler") && names.includes("dispatcher") ? new Pacer() : undefined;
   const matcher = names.includes("matcher") ? new Matcher(res) : undefined;
-  const scheduler = names.includes("scheduler") ? new Scheduler(res) : undefined;
-  const dispatcher = names.includes("dispatcher") ? new Dispatcher(res) : undefined;
+  const scheduler = names.includes("scheduler") ? new Scheduler(res, { pacer }) : undefined;
+  const dispatcher = names.includes("dispatcher") ? new Dispatcher(res, { pacer }) : undefined;
   let stopped = false;
   await scheduler?.start();
   await dispatcher?.start();
