@@ -13,6 +13,7 @@
 import { Transform, type TransformCallback } from "node:stream";
 import { RendezvousError } from "@rendezvous/core";
 import type { FastifyInstance, FastifyRequest } from "fastify";
+import ipaddr from "ipaddr.js";
 
 export interface BodyBudgetOptions {
   /** most body bytes held by all requests together */
@@ -69,24 +70,21 @@ export class BodyBudget {
   }
 }
 
-/** The share a client address is counted under: an IPv4 address, or the /64 of an IPv6 one. */
+/**
+ * The key a client address is counted under, by the body budget's share and the server's
+ * per-address connection limit alike: an IPv4 address (mapped or not) as it is, an IPv6 one
+ * by its /64 (one subscriber's block).
+ */
 export function clientKey(address: string | undefined): string {
-  if (address === undefined) return "unknown";
-  const plain = address.replace(/%.*$/, "").toLowerCase();
-  if (!plain.includes(":")) return plain;
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(plain);
-  if (mapped) return mapped[1] as string;
-  const [head = "", tail] = plain.split("::");
-  const groups = (part: string | undefined) => (part ? part.split(":") : []);
-  // an embedded IPv4 tail stands for two groups
-  const width = (parts: string[]) => parts.reduce((n, p) => n + (p.includes(".") ? 2 : 1), 0);
-  const h = groups(head);
-  const t = groups(tail);
-  const full = tail === undefined ? h : [...h, ...Array<string>(Math.max(0, 8 - width(h) - width(t))).fill("0"), ...t];
-  return `${full
-    .slice(0, 4)
-    .map((g) => g.replace(/^0+(?=.)/, ""))
-    .join(":")}::/64`;
+  if (!address) return "unknown";
+  try {
+    const ip = ipaddr.process(address);
+    if (ip.kind() === "ipv4") return ip.toString();
+    const parts = (ip as ipaddr.IPv6).parts.slice(0, 4);
+    return `${parts.map((p) => p.toString(16)).join(":")}::/64`;
+  } catch {
+    return address;
+  }
 }
 
 function overBudget(): RendezvousError {

@@ -23,7 +23,7 @@
 import type { Server } from "node:http";
 import type { Socket } from "node:net";
 import type { Logger } from "@rendezvous/core";
-import ipaddr from "ipaddr.js";
+import { clientKey } from "@rendezvous/ingest";
 import { Counter, Gauge, type Registry } from "prom-client";
 
 export interface ConnectionLimits {
@@ -45,19 +45,6 @@ interface Tracked {
   requests: number;
   /** `socket.bytesRead` when it last went idle */
   bytesAtIdle: number;
-}
-
-/** The key a connection counts under for the per-address limit: IPv4 (mapped or not) as is, IPv6 by /64. */
-export function clientKey(address: string | undefined): string {
-  if (!address) return "unknown";
-  try {
-    const ip = ipaddr.process(address);
-    if (ip.kind() === "ipv4") return ip.toString();
-    const parts = (ip as ipaddr.IPv6).parts.slice(0, 4);
-    return `${parts.map((p) => p.toString(16)).join(":")}::/64`;
-  } catch {
-    return address;
-  }
 }
 
 interface ConnectionMetrics {
