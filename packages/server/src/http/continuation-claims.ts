@@ -27,10 +27,12 @@ import {
   RendezvousError,
   type Resources,
   type Wait,
+  Wait as WaitSchema,
   withinCommandTimeout,
 } from "@rendezvous/core";
 import { Job, Worker } from "bullmq";
 import { Counter, type Registry } from "prom-client";
+import { z } from "zod";
 
 /** How often a tenant's expired leases are looked for (BullMQ stalledInterval), ms. */
 export const LEASE_CHECK_MS = 1000;
@@ -42,13 +44,15 @@ const NEVER_FAIL = 1_000_000_000;
 const POLL_FIRST_MS = 20;
 const POLL_MAX_MS = 200;
 
-export interface Lease {
-  leaseId: string;
-  waitId: string;
-  attempt: number;
-  leaseExpiresAt: string;
-  wait: Wait;
-}
+/** One leased continuation as a claim answers it (docs/api.md, Continuations over HTTP). */
+export const ContinuationLease = z.object({
+  leaseId: z.string(),
+  waitId: z.string(),
+  attempt: z.number().int(),
+  leaseExpiresAt: z.string(),
+  wait: WaitSchema,
+});
+export type Lease = z.infer<typeof ContinuationLease>;
 
 export interface ClaimRequest {
   /** a named group of the tenant (checked by the caller); absent = the default queue */

@@ -15,7 +15,7 @@ import {
 import { authenticateHost, type CredentialIndex, type HostIdentity, readTenant } from "@rendezvous/ingest";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { ContinuationClaims } from "./continuation-claims.js";
+import { ContinuationClaims, ContinuationLease } from "./continuation-claims.js";
 
 export interface ContinuationRoutesOptions {
   res: Resources;
@@ -35,13 +35,6 @@ export const ClaimBody = z.strictObject({
 export const ExtendBody = z.strictObject({ leaseMs: LeaseMs.default(30_000) });
 /** A lease id is opaque; one the server never issued answers `409 lease_expired`. */
 const LeaseParams = z.object({ leaseId: z.string().max(400) });
-export const ContinuationLease = z.object({
-  leaseId: z.string(),
-  waitId: z.string(),
-  attempt: z.number().int(),
-  leaseExpiresAt: z.string(),
-  wait: Wait,
-});
 /** every route takes a body (413 past the host body bound); 409 is lease_expired, 404 a malformed lease id */
 const errors = errorResponses(400, 401, 404, 409, 413, 503);
 
