@@ -5,14 +5,11 @@ import { encodeParts } from "./encoding.js";
 import { RendezvousError } from "./errors.js";
 import { digest4 } from "./keys.js";
 import { EventType, Name } from "./schemas.js";
+import { EventTypePattern } from "./type-patterns.js";
 
 const DAY = 86_400_000;
 
 /** An allowed event type of a producer: an exact type, or a prefix ending in `*`. */
-const EventTypePattern = z
-  .string()
-  .regex(/^[a-z0-9][a-z0-9._-]{0,127}\*?$|^\*$/, "an event type, optionally ending in *");
-
 export const ProducerConfig = z
   .strictObject({
     /** HMAC-SHA256 secrets; several may be active during rotation. */

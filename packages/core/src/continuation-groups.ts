@@ -10,18 +10,14 @@
  */
 import { z } from "zod";
 import { RendezvousError } from "./errors.js";
+import { EventTypePattern, typeMatcher } from "./type-patterns.js";
 
 /** A group's name: letters, digits, `.`, `_`, `-` (1–64). */
 export const ContinuationGroupName = z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, "letters, digits, . _ - (1–64)");
 
-/** An event type pattern of a group: an exact type, or a prefix ending in `*` (as a producer's). */
-const GroupEventTypePattern = z
-  .string()
-  .regex(/^[a-z0-9][a-z0-9._-]{0,127}\*?$|^\*$/, "an event type, optionally ending in *");
-
 export const ContinuationGroupConfig = z.strictObject({
   /** Event types routed to this group; a trailing `*` matches a prefix. */
-  eventTypes: z.array(GroupEventTypePattern).min(1),
+  eventTypes: z.array(EventTypePattern).min(1),
 });
 export type ContinuationGroupConfig = z.infer<typeof ContinuationGroupConfig>;
 
@@ -37,17 +33,22 @@ export function continuationQueueName(tenant: string, group?: string): string {
   return group === undefined ? `continuations.${tenant}` : `continuations.${tenant}.${group}`;
 }
 
-function matches(pattern: string, eventType: string): boolean {
-  return pattern.endsWith("*") ? eventType.startsWith(pattern.slice(0, -1)) : pattern === eventType;
-}
-
 /** The group whose queue takes a continuation of this event type; undefined = the default queue. */
 export function continuationGroupOf(groups: ContinuationGroups | undefined, eventType: string): string | undefined {
   if (!groups) return undefined;
   for (const [name, g] of Object.entries(groups)) {
-    if (g.eventTypes.some((p) => matches(p, eventType))) return name;
+    if (typeMatcher(g.eventTypes)(eventType)) return name;
   }
   return undefined;
+}
+
+/** The queue a wait's continuation goes to: its tenant's, or that of the group its event type is routed to. */
+export function continuationQueueOf(
+  tenants: Readonly<Record<string, { continuationGroups?: ContinuationGroups | undefined }>>,
+  tenant: string,
+  eventType: string,
+): string {
+  return continuationQueueName(tenant, continuationGroupOf(tenants[tenant]?.continuationGroups, eventType));
 }
 
 /**

@@ -37,6 +37,7 @@ export {
   ContinuationGroups,
   continuationGroupOf,
   continuationQueueName,
+  continuationQueueOf,
   continuationQueues,
 } from "./continuation-groups.js";
 export { canonicalJson, decodeParts, digest, encodeParts, fnv1a32, splitEncodings } from "./encoding.js";
@@ -127,3 +128,4 @@ export {
   type StoreOptions,
   type TimeoutResult,
 } from "./store.js";
+export { EventTypePattern, typeMatcher } from "./type-patterns.js";

@@ -10,7 +10,7 @@
  * digests); the index is built once from the config.
  */
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
-import { type Config, type ProducerConfig, RendezvousError } from "@rendezvous/core";
+import { type Config, type ProducerConfig, RendezvousError, typeMatcher } from "@rendezvous/core";
 
 /** Largest allowed distance between a signature's `t` and the server clock. */
 export const SIGNATURE_TOLERANCE_SEC = 300;
@@ -51,12 +51,6 @@ const DUMMY_DIGEST = sha256("rendezvous: no such credential");
 
 function unauthorized(): RendezvousError {
   return new RendezvousError("unauthorized");
-}
-
-function typeMatcher(patterns: readonly string[]): (eventType: string) => boolean {
-  const exact = new Set(patterns.filter((p) => !p.endsWith("*")));
-  const prefixes = patterns.filter((p) => p.endsWith("*")).map((p) => p.slice(0, -1));
-  return (eventType) => exact.has(eventType) || prefixes.some((prefix) => eventType.startsWith(prefix));
 }
 
 function producerEntry(tenant: string, producer: string, p: ProducerConfig): ProducerEntry {
@@ -203,22 +197,6 @@ export function verifyProducerBody(checked: ProducerHeaders, rawBody: Buffer): P
     throw unauthorized();
   }
   return checked.identity;
-}
-
-/**
- * Authenticates a producer request (headers, then body). Every credential the request
- * presents must verify (a bearer key, a signature, or both), and it must present at
- * least one.
- * @param rawBody the exact bytes received (signatures cover them)
- * @throws RendezvousError `unauthorized`, alike for every failure
- */
-export function authenticateProducer(
-  index: CredentialIndex,
-  headers: RequestHeaders,
-  rawBody: Buffer,
-  nowMs: number = Date.now(),
-): ProducerIdentity {
-  return verifyProducerBody(authenticateProducerHeaders(index, headers, nowMs), rawBody);
 }
 
 /**

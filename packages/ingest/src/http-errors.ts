@@ -56,11 +56,6 @@ export function redisTrouble(err: unknown): RedisTrouble | undefined {
   return DOWN_MESSAGES.some((re) => re.test(err.message)) ? "redis_down" : undefined;
 }
 
-/** Whether an error means the store could not serve the request now (answer 503, retry later). */
-export function isUnavailable(err: unknown): boolean {
-  return redisTrouble(err) !== undefined;
-}
-
 /** `503 unavailable` for Redis trouble, with its `reason` and `retryAfter` (seconds). */
 export function redisUnavailable(reason: RedisTrouble): RendezvousError {
   return new RendezvousError("unavailable", TROUBLE_MESSAGE[reason], { reason, retryAfter: RETRY_AFTER_S[reason] });

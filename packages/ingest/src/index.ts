@@ -1,6 +1,5 @@
 export {
   authenticateHost,
-  authenticateProducer,
   authenticateProducerHeaders,
   bearerToken,
   type CredentialIndex,
@@ -24,7 +23,6 @@ export {
 } from "./body-budget.js";
 export {
   frameworkErrors,
-  isUnavailable,
   lingerAfterTooLarge,
   type RedisTrouble,
   redisTrouble,

@@ -15,8 +15,8 @@
  */
 import { createHmac } from "node:crypto";
 import {
-  continuationGroupOf,
   continuationQueueName,
+  continuationQueueOf,
   DISPATCHER_GROUP,
   failpoint,
   Pacer,
@@ -172,8 +172,7 @@ export class Dispatcher {
     for (const wait of waits) {
       if (!wait) continue; // expired since: nothing left to hand out
       // a wait whose type one of the tenant's groups routes goes to that group's queue
-      const groups = this.#res.config.tenants[wait.tenant]?.continuationGroups;
-      const name = continuationQueueName(wait.tenant, continuationGroupOf(groups, wait.eventType));
+      const name = continuationQueueOf(this.#res.config.tenants, wait.tenant, wait.eventType);
       const list = byQueue.get(name);
       if (list) list.push(wait);
       else byQueue.set(name, [wait]);

@@ -6,8 +6,7 @@
  * names answer 404).
  */
 import {
-  continuationGroupOf,
-  continuationQueueName,
+  continuationQueueOf,
   countWaits,
   listWaitsOfTenants,
   overdueWaits,
@@ -81,8 +80,7 @@ export const consoleApi: FastifyPluginAsyncZod<ConsoleApiOptions> = async (app, 
   const queues = new Map<string, Queue>();
   /** The queue a wait's continuation is on: its tenant's, or the group's its event type is routed to. */
   const queueOf = (tenant: string, eventType: string): Queue => {
-    const groups = res.config.tenants[tenant]?.continuationGroups;
-    const name = continuationQueueName(tenant, continuationGroupOf(groups, eventType));
+    const name = continuationQueueOf(res.config.tenants, tenant, eventType);
     let q = queues.get(name);
     if (!q) {
       q = new Queue(name, { connection, prefix: res.queuePrefix });

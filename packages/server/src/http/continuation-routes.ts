@@ -10,7 +10,6 @@ import {
   RendezvousError,
   type Resources,
   Text,
-  Wait,
 } from "@rendezvous/core";
 import { authenticateHost, type CredentialIndex, type HostIdentity, readTenant } from "@rendezvous/ingest";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
