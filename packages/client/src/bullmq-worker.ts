@@ -7,36 +7,18 @@
  */
 
 import { type ConnectionOptions, Worker } from "bullmq";
-import { type ContinuationHandler, continuationQueue, runOnce } from "./continuation.js";
+import { continuationQueue, runOnce } from "./continuation.js";
+import type { QueueContinuationWorkerOptions } from "./continuation-worker.js";
 import type { HostClient } from "./host.js";
 import type { Wait } from "./wire.js";
 
 /** A continuation re-delivered after a crashed worker is never failed for it (BullMQ's maxStalledCount). */
 const NEVER_FAIL = 1_000_000_000;
 
-export interface BullmqContinuationWorkerOptions {
-  /** selects this transport (the presence of `connection` does too) */
-  transport?: "bullmq";
-  tenant: string;
-  host: HostClient;
-  /** this worker's name: recorded as the claimer */
-  name: string;
-  /** Redis of the rendezvous deployment (ioredis options or instance; an ioredis `Cluster` for a cluster) */
+/** The main entry's BullMQ options with `connection` typed as bullmq's (ioredis options or instance; a `Cluster` for a cluster). */
+export type BullmqContinuationWorkerOptions = Omit<QueueContinuationWorkerOptions, "connection"> & {
   connection: ConnectionOptions;
-  /**
-   * BullMQ prefix = RENDEZVOUS_PREFIX; on a Redis Cluster the deployment uses
-   * `{RENDEZVOUS_PREFIX}` (hash tag: one slot per queue), so pass e.g. `"{rdv}"`.
-   * @defaultValue "rdv"
-   */
-  prefix?: string;
-  /** take a named group's queue, `continuations.<tenant>.<group>` (ignored with `queue`) */
-  group?: string;
-  /** the queue to take from @defaultValue continuationQueue(tenant, group) */
-  queue?: string;
-  /** @defaultValue 8 */
-  concurrency?: number;
-  handler: ContinuationHandler;
-}
+};
 
 export class BullmqContinuationWorker {
   readonly #worker: Worker<Wait>;

@@ -16,6 +16,7 @@ import type { BullmqContinuationWorkerOptions } from "./bullmq-worker.js";
 import { type ContinuationHandler, runOnce } from "./continuation.js";
 import { RendezvousApiError } from "./errors.js";
 import type { ContinuationLease, HostClient } from "./host.js";
+import { backoff } from "./retry.js";
 
 export interface HttpContinuationWorkerOptions {
   /** over HTTP (the default) */
@@ -128,7 +129,7 @@ export class ContinuationWorker {
       } catch (err) {
         if (signal.aborted) break;
         opts.onError?.(err);
-        await sleep(Math.min(200 * 2 ** failures++, 5000), signal);
+        await sleep(backoff(failures++, 200, 5000), signal);
         continue;
       }
       for (const lease of leases) {
