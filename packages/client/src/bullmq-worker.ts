@@ -9,7 +9,6 @@
 import { type ConnectionOptions, Worker } from "bullmq";
 import { continuationQueue, runOnce } from "./continuation.js";
 import type { QueueContinuationWorkerOptions } from "./continuation-worker.js";
-import type { HostClient } from "./host.js";
 import type { Wait } from "./wire.js";
 
 /** A continuation re-delivered after a crashed worker is never failed for it (BullMQ's maxStalledCount). */

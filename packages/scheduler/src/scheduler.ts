@@ -73,7 +73,7 @@ const SCAN_LIMIT = 200;
 
 export class Scheduler {
   readonly #res: Resources;
-  readonly #o: Required<SchedulerOptions>;
+  readonly #o: Required<Omit<SchedulerOptions, "restRatio">>;
   readonly queue: Queue<BucketJob>;
   #worker: Worker<BucketJob> | undefined;
   #sweepTimer: NodeJS.Timeout | undefined;
@@ -97,8 +97,7 @@ export class Scheduler {
       graceMs: opts.graceMs ?? 2000,
       batch: opts.batch ?? 1000,
       step: Math.max(1, opts.step ?? 50),
-      restRatio: Math.max(0, opts.restRatio ?? 1),
-      pacer: opts.pacer ?? new Pacer(opts.restRatio ?? 1),
+      pacer: opts.pacer ?? new Pacer(Math.max(0, opts.restRatio ?? 1)),
       concurrency: opts.concurrency ?? 4,
       partitions: opts.partitions ?? res.store.keys.allPartitions(),
     };

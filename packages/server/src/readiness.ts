@@ -11,7 +11,7 @@
  * maxmemory). The result is kept for `ttlMs`, so frequent /readyz polls cost at most one
  * write per TTL, and concurrent polls share one probe.
  */
-import type { Resources } from "@rendezvous/core";
+import { type Resources, withinCommandTimeout } from "@rendezvous/core";
 import { type RedisTrouble, redisTrouble } from "@rendezvous/ingest";
 
 export type Readiness = { ok: true } | { ok: false; reason: RedisTrouble };
@@ -58,20 +58,10 @@ export class RedisReadiness {
   }
 
   async #probe(): Promise<Readiness> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<Readiness>((resolve) => {
-      timer = setTimeout(() => resolve({ ok: false, reason: "redis_timeout" }), this.#timeoutMs);
-    });
-    const write = this.#res.redis
-      .set(this.#res.store.keys.readyProbeKey, String(this.#now()), "PX", PROBE_KEY_TTL_MS)
-      .then(
-        (): Readiness => ({ ok: true }),
-        (err: unknown): Readiness => ({ ok: false, reason: redisTrouble(err) ?? "redis_down" }),
-      );
-    try {
-      return await Promise.race([write, timeout]);
-    } finally {
-      clearTimeout(timer);
-    }
+    const write = this.#res.redis.set(this.#res.store.keys.readyProbeKey, String(this.#now()), "PX", PROBE_KEY_TTL_MS);
+    return withinCommandTimeout(this.#timeoutMs, write).then(
+      (): Readiness => ({ ok: true }),
+      (err: unknown): Readiness => ({ ok: false, reason: redisTrouble(err) ?? "redis_down" }),
+    );
   }
 }
