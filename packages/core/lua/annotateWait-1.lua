@@ -12,8 +12,8 @@
   ARGV[4] detail         JSON object merged into the history entry; for
                          job_attached its `j` also becomes the wait's externalJobId
   ARGV[5] once           "1" = skip when the history already has an entry of this kind
-                         with the same detail. A continuation_dispatched whose detail has
-                         a jobId is always once: one entry per job id, so a dispatcher
+                         with the same detail. The dispatcher sends its continuation_dispatched
+                         (detail: queue, jobId) with it: one entry per job id, so a dispatcher
                          that re-handles an outbox entry after a crash (recorded, not yet
                          acknowledged) records nothing new. The check reads the history
                          the script decodes anyway, so waits written before carry no
@@ -54,7 +54,7 @@ local function same(a, b)
 end
 
 local entry = cjson.decode(detail)
-if once == "1" or (what == "continuation_dispatched" and entry["jobId"] ~= nil) then
+if once == "1" then
   -- skip when an entry of this kind with the same detail is already there
   for _, h in ipairs(wait["h"] or {}) do
     if h["w"] == what then

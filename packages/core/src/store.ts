@@ -669,11 +669,13 @@ export class Store {
       waitId: string;
       what: "continuation_dispatched" | "sweeper_rescheduled";
       detail: Record<string, unknown>;
+      /** skip when the timeline already has this entry (same kind and detail) */
+      once?: boolean;
     }>,
   ): Promise<void> {
     const now = this.now();
     await this.runAll(
-      entries.flatMap(({ waitId, what, detail }) => {
+      entries.flatMap(({ waitId, what, detail, once }) => {
         const p = this.keys.waitPartition(waitId);
         if (p === null) return [];
         return [
@@ -682,7 +684,7 @@ export class Store {
             tenantPrefix: "",
             what,
             detail: JSON.stringify(detail),
-            once: false,
+            once: once ?? false,
             now,
           }),
         ];

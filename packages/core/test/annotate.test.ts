@@ -23,6 +23,7 @@ const dispatched = (id: string, jobId = id) => ({
   waitId: id,
   what: "continuation_dispatched" as const,
   detail: { queue: "continuations.acme", jobId },
+  once: true,
 });
 
 describe("continuation_dispatched", () => {

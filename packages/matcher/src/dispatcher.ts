@@ -206,14 +206,15 @@ export class Dispatcher {
     }
     failpoint("dispatcher.after-enqueue");
     // an outbox entry handled again after a crash (recorded, not yet acknowledged)
-    // finds its job already there (same job id) and records nothing new: annotateWait
-    // keeps one continuation_dispatched per job id
+    // finds its job already there (same job id) and records nothing new: `once` keeps
+    // one continuation_dispatched per job id
     await this.#store.annotateMany(
       [...byQueue].flatMap(([name, list]) =>
         list.map((wait) => ({
           waitId: wait.id,
           what: "continuation_dispatched" as const,
           detail: { queue: name, jobId: wait.id },
+          once: true,
         })),
       ),
     );

@@ -65,9 +65,6 @@ const EXPIRE_ROUNDS = 4;
 /** Most jobs per MULTI when adding bucket jobs: a long MULTI stalls every client. */
 const ADD_CHUNK = 50;
 
-/** Most overdue waits the sweeper annotates at once. */
-const ANNOTATE_CHUNK = 100;
-
 /** Deadline entries per partition per read of the sweeper's upcoming scan (deadlines.ts). */
 const SCAN_LIMIT = 200;
 
@@ -290,13 +287,7 @@ export class Scheduler {
     let fired = 0;
     for (const [partition, ids] of overdue) {
       this.#log.warn({ partition, count: ids.length }, "overdue waits without a timeout job: firing them");
-      for (let i = 0; i < ids.length; i += ANNOTATE_CHUNK) {
-        await Promise.all(
-          ids
-            .slice(i, i + ANNOTATE_CHUNK)
-            .map((id) => store.annotate(null, id, "sweeper_rescheduled", {}, { once: true }).catch(() => undefined)),
-        );
-      }
+      await store.annotateMany(ids.map((waitId) => ({ waitId, what: "sweeper_rescheduled", detail: {}, once: true })));
       fired += (await this.firePartition(partition, ids)).timedOut;
     }
     const scheduled = await this.schedule(upcoming);
