@@ -4,6 +4,7 @@
  */
 import { DEFAULT_COMMAND_TIMEOUT_MS, RendezvousError } from "@rendezvous/core";
 import { z } from "zod";
+import { DEFAULT_BODY_BUDGET } from "./http/bodies.js";
 
 export const Env = z.object({
   /** config file path */
@@ -85,7 +86,7 @@ export const Env = z.object({
     .number()
     .int()
     .min(1024 * 1024)
-    .default(64 * 1024 * 1024),
+    .default(DEFAULT_BODY_BUDGET.totalBytes),
   /**
    * Most of that budget the requests of one client address (IPv6: one /64) may hold.
    * Never below the largest body a route accepts. Behind a proxy every client has its

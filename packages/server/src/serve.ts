@@ -22,6 +22,7 @@ import { describeDevConfig, ensureDevConfig } from "./dev-config.js";
 import { type EmbeddedRedis, startEmbeddedRedis } from "./embedded-redis.js";
 import { parseEnv } from "./env.js";
 import { buildApp } from "./http/app.js";
+import { defaultPerClient } from "./http/bodies.js";
 import { defaultPerAddress } from "./http/limits.js";
 import { ensurePortFree, listenRefusal } from "./http-port.js";
 import { type RunningRoles, startRoles, WORKER_ROLES, type WorkerRole } from "./roles.js";
@@ -129,7 +130,8 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
       },
       bodyBudget: {
         totalBytes: env.RENDEZVOUS_BODY_BUDGET_BYTES,
-        perClientBytes: env.RENDEZVOUS_BODY_BUDGET_PER_CLIENT_BYTES ?? Math.floor(env.RENDEZVOUS_BODY_BUDGET_BYTES / 4),
+        perClientBytes:
+          env.RENDEZVOUS_BODY_BUDGET_PER_CLIENT_BYTES ?? defaultPerClient(env.RENDEZVOUS_BODY_BUDGET_BYTES),
       },
     });
     const url = await app.listen({ host, port, backlog: env.RENDEZVOUS_LISTEN_BACKLOG });

@@ -12,9 +12,13 @@ import { Gauge, type Registry } from "prom-client";
 /** The body limit of every route but the producer routes (fastify's `bodyLimit`). */
 export const HOST_BODY_LIMIT = 1024 * 1024;
 
+/** A client address's share of a budget when none is configured: a quarter of it. */
+export const defaultPerClient = (totalBytes: number): number => Math.floor(totalBytes / 4);
+
+const DEFAULT_TOTAL = 64 * 1024 * 1024;
 export const DEFAULT_BODY_BUDGET: BodyBudgetOptions = {
-  totalBytes: 64 * 1024 * 1024,
-  perClientBytes: 16 * 1024 * 1024,
+  totalBytes: DEFAULT_TOTAL,
+  perClientBytes: defaultPerClient(DEFAULT_TOTAL),
 };
 
 /**
@@ -28,7 +32,8 @@ export function effectiveBodyBudget(
 ): BodyBudgetOptions {
   const largest = Math.max(HOST_BODY_LIMIT, config.maxPayloadBytes * MAX_BATCH);
   const totalBytes = Math.max(opts.totalBytes, largest);
-  return { totalBytes, perClientBytes: Math.min(totalBytes, Math.max(opts.perClientBytes, largest)) };
+  // the BodyBudget holds a share to its total
+  return { totalBytes, perClientBytes: Math.max(opts.perClientBytes, largest) };
 }
 
 const GAUGE = "rendezvous_http_body_bytes";

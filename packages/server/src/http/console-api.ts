@@ -8,6 +8,7 @@
 import {
   continuationQueueOf,
   countWaits,
+  errorResponses,
   listWaitsOfTenants,
   overdueWaits,
   partitionBacklog,
@@ -22,7 +23,7 @@ import { Queue } from "bullmq";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { latenessOf, rates, resolutionsOf, type Sampler } from "./console-stats.js";
-import { ErrorBody, ListQuery, leaseUntilSent } from "./host-routes.js";
+import { ListQuery, leaseUntilSent } from "./host-routes.js";
 
 export interface ConsoleApiOptions {
   res: Resources;
@@ -32,7 +33,7 @@ export interface ConsoleApiOptions {
   boardPath: string;
 }
 
-const errors = { 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 503: ErrorBody };
+const errors = errorResponses(400, 401, 404, 503);
 
 /** A wait as one row of the waits page. */
 const WaitRow = WaitSchema.pick({

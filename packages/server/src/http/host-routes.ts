@@ -7,7 +7,6 @@
 import {
   type Config,
   CorrelationId,
-  ErrorBody,
   EventType,
   errorResponses,
   explainWait,
@@ -37,9 +36,6 @@ export interface HostRoutesOptions {
 }
 
 const WaitId = z.object({ id: z.string().max(200) });
-
-/** The API's error envelope (the console's routes answer with it too). */
-export { ErrorBody };
 
 const TenantQuery = z.object({
   tenant: z.string().max(64).optional().meta({ description: "the tenant (admin token only)" }),
