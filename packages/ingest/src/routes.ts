@@ -55,6 +55,11 @@ export interface IngestRoutesOptions {
    * counts every body (it does: `limitBodies` on the whole app) @defaultValue none
    */
   bodyBudget?: BodyBudget;
+  /**
+   * the app already closes the connection of an answer sent before its body arrived
+   * (`closeUnreadBodies` on the whole app, as the server's buildApp does) @defaultValue false
+   */
+  appClosesUnreadBodies?: boolean;
 }
 
 const EMPTY = Buffer.alloc(0);
@@ -123,7 +128,7 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
       now(),
     );
   });
-  closeUnreadBodies(app);
+  if (!opts.appClosesUnreadBodies) closeUnreadBodies(app);
   if (opts.bodyBudget) limitBodies(app, opts.bodyBudget);
 
   app.setErrorHandler((err, request, reply) => {

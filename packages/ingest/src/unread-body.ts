@@ -36,15 +36,11 @@ function lingerAfterAnswer(request: FastifyRequest, reply: FastifyReply): void {
   });
 }
 
-/** Requests whose connection already closes after its answer (the hook may run twice: app and plugin). */
-const closing = new WeakSet<FastifyRequest>();
-
 /** Closes the connection after any answer sent before the request's body arrived whole. */
 export function closeUnreadBodies(app: FastifyInstance): void {
   app.addHook("onSend", async (request, reply, payload) => {
     // light-my-request's requests (inject) have no `complete`: they are always whole
-    if (request.raw.complete === false && reply.statusCode !== 413 && !closing.has(request)) {
-      closing.add(request);
+    if (request.raw.complete === false && reply.statusCode !== 413) {
       void reply.header("connection", "close");
       lingerAfterAnswer(request, reply);
     }

@@ -161,6 +161,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         config: res.config,
         logger: res.logger,
         metrics: res.metrics,
+        appClosesUnreadBodies: true, // limitRequestBodies (above) installs it on the whole app
       });
       await api.register(hostRoutes, { res, credentials, scheduleTimeout: deps.scheduleTimeout });
       await api.register(continuationRoutes, { res, credentials });
