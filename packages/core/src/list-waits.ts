@@ -1,15 +1,3 @@
-/**
- * Listing the waits of a tenant a page at a time through the indexes (never the
- * keyspace), with bounded work per request: at most `maxListScan` index entries are
- * examined and at most `maxListPageBytes` of wait records read, and a page holds at most
- * `maxListPageBytes` of waits (serialized). A filter the indexes cannot answer (a
- * correlation id without its type, a settled state) is checked on each record read; when
- * a request's budget runs out first, its page ends early, with fewer waits than asked
- * or none, and a `nextCursor` that resumes right after the last entry examined. Every
- * request examines at least one entry and returns at least one wait it reads that
- * matches, so following the cursors reaches every match exactly once.
- */
-import { execBatch } from "./batch.js";
 import type { Config } from "./config.js";
 import { RendezvousError } from "./errors.js";
 import type { ListLease } from "./list-gate.js";
@@ -125,18 +113,10 @@ function matches(w: Wait, tenant: string, filter: WaitFilter): boolean {
 
 /** Stored sizes (HSTRLEN, 0 = gone) of wait records, in one round trip. */
 async function recordSizes(store: Store, ids: string[]): Promise<number[]> {
-  const replies = await execBatch(
-    store.redis,
-    ids.map((id) => {
-      const p = store.keys.waitPartition(id);
-      if (p === null) return { key: null, add: (pl) => pl.echo("0") };
-      const key = store.keys.partition(p).waits;
-      return { key, add: (pl) => pl.hstrlen(key, id) };
-    }),
-  );
+  const replies = await store.perWaitRecord(ids, (pipeline, key, id) => pipeline.hstrlen(key, id));
   return replies.map(([err, n]) => {
     if (err) throw err;
-    return Number(n);
+    return Number(n) || 0;
   });
 }
 
@@ -146,15 +126,7 @@ async function recordSizes(store: Store, ids: string[]): Promise<number[]> {
  */
 async function readWaits(store: Store, ids: string[]): Promise<Array<Wait | null>> {
   if (ids.length === 0) return [];
-  const replies = await execBatch(
-    store.redis,
-    ids.map((id) => {
-      const p = store.keys.waitPartition(id);
-      if (p === null) return { key: null, add: (pl) => pl.echo("") };
-      const key = store.keys.partition(p).waits;
-      return { key, add: (pl) => pl.hgetBuffer(key, id) };
-    }),
-  );
+  const replies = await store.perWaitRecord(ids, (pipeline, key, id) => pipeline.hgetBuffer(key, id));
   return replies.map(([err, raw], i) => {
     if (err) throw err;
     if (!Buffer.isBuffer(raw) || raw.length === 0) return null;

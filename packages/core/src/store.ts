@@ -4,7 +4,8 @@
  * allows) and turns their replies into typed results. It never reads, changes and
  * writes wait state itself.
  */
-import { type BatchCommand, execBatch } from "./batch.js";
+import type { ChainableCommander } from "ioredis";
+import { type BatchCommand, type BatchReply, execBatch } from "./batch.js";
 import { Code } from "./codes.js";
 import { type Config, retentionFor } from "./config.js";
 import { canonicalJson, decodeParts, digest, encodeParts } from "./encoding.js";
@@ -581,19 +582,31 @@ export class Store {
   /** Several waits by id, any tenant (internal: dispatcher), in one round trip; null where missing. */
   async getWaits(waitIds: string[]): Promise<Array<Wait | null>> {
     if (waitIds.length === 0) return [];
-    const results = await execBatch(
+    const results = await this.perWaitRecord(waitIds, (pipeline, key, id) => pipeline.hget(key, id));
+    return results.map(([err, raw], i) => {
+      if (err) throw err;
+      return raw ? toWait(waitIds[i] as string, parseWait(raw as string)) : null;
+    });
+  }
+
+  /**
+   * One command per wait id on its record (`key` = its partition's waits hash, `id` the
+   * field), in one round trip; an id of no partition answers "". Every batched read of
+   * wait records goes through here.
+   */
+  perWaitRecord(
+    waitIds: string[],
+    command: (pipeline: ChainableCommander, key: string, id: string) => unknown,
+  ): Promise<BatchReply[]> {
+    return execBatch(
       this.redis,
       waitIds.map((id): BatchCommand => {
         const p = this.keys.waitPartition(id);
         if (p === null) return { key: null, add: (pipeline) => pipeline.echo("") };
         const key = this.keys.partition(p).waits;
-        return { key, add: (pipeline) => pipeline.hget(key, id) };
+        return { key, add: (pipeline) => command(pipeline, key, id) };
       }),
     );
-    return results.map(([err, raw], i) => {
-      if (err) throw err;
-      return raw ? toWait(waitIds[i] as string, parseWait(raw)) : null;
-    });
   }
 
   private partitionOf(waitId: string) {
