@@ -4,10 +4,10 @@
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-COPY packages/core/package.json packages/core/
-COPY packages/ingest/package.json packages/ingest/
-COPY packages/matcher/package.json packages/matcher/
-COPY packages/scheduler/package.json packages/scheduler/
+COPY packages/protocol/package.json packages/protocol/
+COPY packages/engine/package.json packages/engine/
+COPY packages/http/package.json packages/http/
+COPY packages/workers/package.json packages/workers/
 COPY packages/client/package.json packages/client/
 COPY packages/server/package.json packages/server/
 COPY packages/testkit/package.json packages/testkit/
@@ -27,19 +27,19 @@ ENV NODE_ENV=production \
     TURBO_TELEMETRY_DISABLED=1
 WORKDIR /app
 COPY package.json package-lock.json ./
-COPY packages/core/package.json packages/core/
-COPY packages/ingest/package.json packages/ingest/
-COPY packages/matcher/package.json packages/matcher/
-COPY packages/scheduler/package.json packages/scheduler/
+COPY packages/protocol/package.json packages/protocol/
+COPY packages/engine/package.json packages/engine/
+COPY packages/http/package.json packages/http/
+COPY packages/workers/package.json packages/workers/
 COPY packages/client/package.json packages/client/
 COPY packages/server/package.json packages/server/
 COPY packages/testkit/package.json packages/testkit/
 COPY packages/console/package.json packages/console/index.js packages/console/index.d.ts packages/console/
 RUN npm ci --omit=dev --no-audit --no-fund --ignore-scripts && npm cache clean --force
-COPY --from=build /app/packages/core/dist packages/core/dist
-COPY --from=build /app/packages/ingest/dist packages/ingest/dist
-COPY --from=build /app/packages/matcher/dist packages/matcher/dist
-COPY --from=build /app/packages/scheduler/dist packages/scheduler/dist
+COPY --from=build /app/packages/protocol/dist packages/protocol/dist
+COPY --from=build /app/packages/engine/dist packages/engine/dist
+COPY --from=build /app/packages/http/dist packages/http/dist
+COPY --from=build /app/packages/workers/dist packages/workers/dist
 COPY --from=build /app/packages/client/dist packages/client/dist
 COPY --from=build /app/packages/server/dist packages/server/dist
 COPY --from=build /app/packages/console/dist packages/console/dist

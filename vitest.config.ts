@@ -9,7 +9,7 @@ const alias = {
   // a subpath entry before its package: an alias also matches `name/…`
   "@rendezvous/client/bullmq": fileURLToPath(new URL("./packages/client/src/bullmq.ts", import.meta.url)),
   ...Object.fromEntries(
-    ["core", "ingest", "matcher", "scheduler", "client", "server", "testkit"].map((p) => [`@rendezvous/${p}`, src(p)]),
+    ["protocol", "engine", "http", "workers", "client", "server", "testkit"].map((p) => [`@rendezvous/${p}`, src(p)]),
   ),
 };
 
@@ -19,12 +19,12 @@ const alias = {
  * (`*.cluster.test.ts`: failover, cluster specifics).
  */
 const ON_CLUSTER = [
-  "packages/core/test/transitions.test.ts",
-  "packages/core/test/deliver.test.ts",
-  "packages/core/test/inspect.test.ts",
-  "packages/core/test/redis-url.test.ts",
-  "packages/matcher/test/roles.test.ts",
-  "packages/scheduler/test/scheduler.test.ts",
+  "packages/engine/test/transitions.test.ts",
+  "packages/engine/test/deliver.test.ts",
+  "packages/engine/test/inspect.test.ts",
+  "packages/engine/test/redis-url.test.ts",
+  "packages/workers/test/roles.test.ts",
+  "packages/workers/test/scheduler.test.ts",
   "packages/server/test/crash.test.ts",
   "packages/server/test/e2e-api.test.ts",
   "packages/server/test/e2e-errors.test.ts",

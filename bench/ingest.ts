@@ -191,8 +191,8 @@ async function main(): Promise<void> {
   const pairCount = pairsArg >= 0 ? Number(argv[pairsArg + 1]) : quick ? 0 : 3;
 
   // Workspace packages come from their sources (this process runs with the source condition).
-  const { createLogger, createRedis, parseConfig, Store, startRedisServer } = await import("@rendezvous/core");
-  const { ingestRoutes, frameworkErrors } = await import("@rendezvous/ingest");
+  const { createLogger, createRedis, parseConfig, Store, startRedisServer } = await import("@rendezvous/engine");
+  const { ingestRoutes, frameworkErrors } = await import("@rendezvous/http");
   const { default: Fastify } = await import("fastify");
 
   const log = (m: string) => process.stderr.write(`[bench:ingest] ${m}\n`);

@@ -23,7 +23,7 @@ import { spawnSync } from "node:child_process";
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createResources, parseConfig, type RedisServer, startRedisServer } from "@rendezvous/core";
+import { createResources, parseConfig, type RedisServer, startRedisServer } from "@rendezvous/engine";
 import { Redis } from "ioredis";
 import { pino } from "pino";
 import { parseArgs } from "./lib/args.js";

@@ -32,7 +32,7 @@ import {
   type RedisServer,
   type Resources,
   startRedisServer,
-} from "@rendezvous/core";
+} from "@rendezvous/engine";
 import { type RedisCluster, startRedisCluster } from "@rendezvous/testkit/cluster";
 import type { ChainableCommander } from "ioredis";
 import { pino } from "pino";

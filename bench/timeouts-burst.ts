@@ -26,7 +26,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type ConfigInput, createResources, execBatch, parseConfig, type Resources } from "@rendezvous/core";
+import { type ConfigInput, createResources, execBatch, parseConfig, type Resources } from "@rendezvous/engine";
 import type { ChainableCommander, Redis } from "ioredis";
 import { pino } from "pino";
 import { parseArgs } from "./lib/args.js";

@@ -5,7 +5,9 @@
  * evidence: the wait's timeline (server history, the client's observations, the sends
  * of its events) and the faults injected around it.
  */
-import type { EventRecord, Resources, Wait } from "@rendezvous/core";
+
+import type { Resources } from "@rendezvous/engine";
+import type { EventRecord, Wait } from "@rendezvous/protocol";
 import { Queue } from "bullmq";
 import type { FaultRecord } from "./procs.js";
 import { type EventLog, TENANT, type WaitLog, type WorkloadLog } from "./workload.js";

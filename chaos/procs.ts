@@ -8,7 +8,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createWriteStream, type WriteStream } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { freePort, type RedisServer, startRedisServer } from "@rendezvous/core";
+import { freePort, type RedisServer, startRedisServer } from "@rendezvous/engine";
 
 const bin = fileURLToPath(new URL("../packages/server/bin/rendezvous.js", import.meta.url));
 

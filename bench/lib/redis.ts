@@ -3,7 +3,7 @@
  * never 6379) and what the benchmarks read from it: INFO fields, command statistics
  * and CPU time between two points, MEMORY USAGE of key sets.
  */
-import { type RedisServer, startRedisServer } from "@rendezvous/core";
+import { type RedisServer, startRedisServer } from "@rendezvous/engine";
 import type { Redis } from "ioredis";
 import { progress } from "./table.js";
 

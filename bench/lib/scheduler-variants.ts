@@ -3,8 +3,8 @@
  * they let `bench:timeouts --variant shared-bucket --add-chunk 50` measure a proposed
  * change before anyone makes it.
  */
-import type { Resources } from "@rendezvous/core";
-import { Scheduler, type SchedulerOptions } from "@rendezvous/scheduler";
+import type { Resources } from "@rendezvous/engine";
+import { Scheduler, type SchedulerOptions } from "@rendezvous/workers";
 
 /** Partition number standing for "every partition this scheduler serves" in a bucket job. */
 const ALL = -1;

@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, totalmem } from "node:os";
-import { createResources, parseConfig, type Resources } from "@rendezvous/core";
+import { createResources, parseConfig, type Resources } from "@rendezvous/engine";
 import { pino } from "pino";
 import { parseArgs } from "./args.js";
 

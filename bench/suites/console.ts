@@ -6,9 +6,9 @@
  * the console sets (request in → reply serialized). The waits page walks the
  * per-partition indexes with a cursor; nothing loads the whole set.
  */
-import { createResources, parseConfig, type Resources } from "@rendezvous/core";
+import { createResources, parseConfig, type Resources } from "@rendezvous/engine";
 import { pino } from "pino";
-import { buildApp } from "../../packages/server/src/http/app.js";
+import { buildApp } from "../../packages/http/src/app.js";
 import { parseArgs } from "../lib/args.js";
 import { runPool } from "../lib/pool.js";
 import { startBenchRedis } from "../lib/redis.js";

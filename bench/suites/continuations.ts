@@ -7,11 +7,11 @@
  */
 import { ContinuationWorker, HostClient } from "@rendezvous/client";
 import { BullmqContinuationWorker } from "@rendezvous/client/bullmq";
-import { createResources, parseConfig } from "@rendezvous/core";
-import { Dispatcher } from "@rendezvous/matcher";
+import { createResources, parseConfig } from "@rendezvous/engine";
+import { Dispatcher } from "@rendezvous/workers";
 import { Queue } from "bullmq";
 import { pino } from "pino";
-import { buildApp } from "../../packages/server/src/http/app.js";
+import { buildApp } from "../../packages/http/src/app.js";
 import { parseArgs } from "../lib/args.js";
 import { startBenchRedis } from "../lib/redis.js";
 import { load } from "../lib/setup.js";

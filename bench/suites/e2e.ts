@@ -13,8 +13,10 @@
  *    event (its stream id), read by a QueueEvents listener: one XREAD for many jobs.
  * 3. latency one event at a time.
  */
-import type { EventInput, Resources } from "@rendezvous/core";
-import { continuationQueueName, Dispatcher, Matcher } from "@rendezvous/matcher";
+
+import type { Resources } from "@rendezvous/engine";
+import type { EventInput } from "@rendezvous/protocol";
+import { continuationQueueName, Dispatcher, Matcher } from "@rendezvous/workers";
 import { Queue, QueueEvents } from "bullmq";
 import type { Redis } from "ioredis";
 import { parseArgs } from "../lib/args.js";

@@ -12,8 +12,8 @@
  */
 
 import { monitorEventLoopDelay } from "node:perf_hooks";
-import type { Resources } from "@rendezvous/core";
-import { Scheduler, type SchedulerOptions, TIMEOUT_QUEUE } from "@rendezvous/scheduler";
+import type { Resources } from "@rendezvous/engine";
+import { Scheduler, type SchedulerOptions, TIMEOUT_QUEUE } from "@rendezvous/workers";
 import { QueueEvents } from "bullmq";
 import type { Redis } from "ioredis";
 import { parseArgs } from "../lib/args.js";

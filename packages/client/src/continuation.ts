@@ -11,7 +11,7 @@ import type { Wait } from "./wire.js";
 /**
  * BullMQ queue of a tenant's continuations (docs/api.md, Continuations), or of one of its
  * named groups: `continuations.<tenant>[.<group>]`. The server's `continuationQueueName`
- * (@rendezvous/core, which the installed client does not depend on) names the same; a test
+ * (@rendezvous/protocol, which the installed client does not depend on) names the same; a test
  * checks that they agree.
  */
 export function continuationQueue(tenant: string, group?: string): string {

@@ -1,6 +1,6 @@
 /**
  * The wire types of docs/api.md as plain TypeScript: what the client sends and reads.
- * The server derives the same shapes from its zod schemas (`@rendezvous/core`); the
+ * The server derives the same shapes from its zod schemas (`@rendezvous/protocol`); the
  * client keeps its own copy so that its published types need no other package (no
  * zod, no engine). `test/wire-types.test.ts` checks both ways that each type here
  * equals core's, so `npm run typecheck` fails the moment they drift.

@@ -1,8 +1,8 @@
 /**
- * The installed client names the BullMQ queues without depending on @rendezvous/core; its
+ * The installed client names the BullMQ queues without depending on @rendezvous/protocol; its
  * `continuationQueue` must name what the server's `continuationQueueName` names.
  */
-import { continuationQueueName } from "@rendezvous/core";
+import { continuationQueueName } from "@rendezvous/protocol";
 import { describe, expect, it } from "vitest";
 import { continuationQueue } from "../src/bullmq.js";
 

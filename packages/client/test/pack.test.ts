@@ -33,7 +33,17 @@ const tsc = join(workspace, "node_modules", ".bin", "tsc");
 const MAX_PACKAGES = 5;
 const MAX_INSTALLED_BYTES = 1024 * 1024;
 /** Packages the client must not pull in: the engine, its logging/metrics, the Redis transport, zod. */
-const FORBIDDEN = ["@rendezvous/core", "@rendezvous/server", "pino", "prom-client", "zod", "bullmq", "ioredis"];
+const FORBIDDEN = [
+  "@rendezvous/core",
+  "@rendezvous/engine",
+  "@rendezvous/protocol",
+  "@rendezvous/server",
+  "pino",
+  "prom-client",
+  "zod",
+  "bullmq",
+  "ioredis",
+];
 
 const HOST_KEY = "hk_pack";
 const SECRET = "whsec_pack";
@@ -307,7 +317,7 @@ describe("the packed client", () => {
     const packages = installedPackages(join(peer, "node_modules"));
     console.log(`with ${peers.join(" ")}: ${packages.length} packages, du ${duKb(join(peer, "node_modules"))} KB`);
     expect(packages).toEqual(expect.arrayContaining(["@rendezvous/client", "bullmq", "ioredis"]));
-    expect(packages).not.toContain("@rendezvous/core");
+    expect(packages).not.toContain("@rendezvous/engine");
     const readme = readFileSync(join(peer, "node_modules", "@rendezvous", "client", "README.md"), "utf8");
     const block = /^```ts bullmq\n([\s\S]*?)^```$/m.exec(readme)?.[1];
     expect(block).toBeDefined();

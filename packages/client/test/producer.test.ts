@@ -4,8 +4,8 @@
  */
 import { createHmac } from "node:crypto";
 import { createServer } from "node:http";
-import { type ConfigInput, createLogger, createRedis, parseConfig, Store } from "@rendezvous/core";
-import { frameworkErrors, ingestRoutes } from "@rendezvous/ingest";
+import { type ConfigInput, createLogger, createRedis, parseConfig, Store } from "@rendezvous/engine";
+import { frameworkErrors, ingestRoutes } from "@rendezvous/http";
 import { freePort, redisUrl, trackOpen, uniquePrefix } from "@rendezvous/testkit";
 import Fastify from "fastify";
 import { describe, expect, it } from "vitest";

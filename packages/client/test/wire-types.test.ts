@@ -1,9 +1,9 @@
 /**
- * The client's own wire types (src/wire.ts) stay equal to the server's (core's zod
+ * The client's own wire types (src/wire.ts) stay equal to the server's (the protocol package.s zod
  * schemas): each pair is checked both ways at type level (`npm run typecheck` compiles
  * this file), and the error codes at run time against the catalogue.
  */
-import * as core from "@rendezvous/core";
+import * as core from "@rendezvous/protocol";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import type * as wire from "../src/wire.js";
 

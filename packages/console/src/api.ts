@@ -4,7 +4,8 @@
  * `ApiError` with its code.
  */
 
-import type { EventRecord, EventRef, NearMiss, RecentRejection, Rejection, Wait, WaitState } from "@rendezvous/core";
+import type { RecentRejection, Rejection } from "@rendezvous/engine";
+import type { EventRecord, EventRef, NearMiss, Wait, WaitState } from "@rendezvous/protocol";
 
 const TOKEN_KEY = "rendezvous.console.token";
 

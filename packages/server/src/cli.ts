@@ -1,14 +1,9 @@
 /**
  * The `rendezvous` command line (docs/api.md, Starting it).
  */
-import {
-  createLogger,
-  isRendezvousError,
-  type Logger,
-  loadConfigFile,
-  parseConfig,
-  RedisServerMissing,
-} from "@rendezvous/core";
+
+import { createLogger, type Logger, loadConfigFile, parseConfig, RedisServerMissing } from "@rendezvous/engine";
+import { isRendezvousError } from "@rendezvous/protocol";
 import { Command, Option } from "commander";
 import { doctorTarget, runDoctor } from "./doctor.js";
 import { parseEnv } from "./env.js";

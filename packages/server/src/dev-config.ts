@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
-import type { ConfigInput } from "@rendezvous/core";
+import type { ConfigInput } from "@rendezvous/engine";
 
 const token = (prefix: string) => `${prefix}_${randomBytes(18).toString("base64url")}`;
 

@@ -5,7 +5,7 @@
  */
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { type Config, createRedis, isCluster, KeyLayout, Store, storedPartitionCount } from "@rendezvous/core";
+import { type Config, createRedis, isCluster, KeyLayout, Store, storedPartitionCount } from "@rendezvous/engine";
 import type { Redis } from "ioredis";
 import { REDIS_URL_FILE, readEmbeddedRedisUrl } from "./embedded-redis.js";
 import { StartRefused } from "./refusal.js";

@@ -8,7 +8,7 @@
  */
 import { mkdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { freePort, isPortFree, type Logger, type RedisServer, startRedisServer } from "@rendezvous/core";
+import { freePort, isPortFree, type Logger, type RedisServer, startRedisServer } from "@rendezvous/engine";
 import { Redis } from "ioredis";
 import { StartRefused } from "./refusal.js";
 

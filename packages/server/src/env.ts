@@ -2,9 +2,11 @@
  * The environment, parsed once at boot (docs/api.md, Starting it). A bad value stops
  * startup with the variable's name.
  */
-import { DEFAULT_COMMAND_TIMEOUT_MS, RendezvousError } from "@rendezvous/core";
+
+import { DEFAULT_COMMAND_TIMEOUT_MS } from "@rendezvous/engine";
+import { DEFAULT_BODY_BUDGET } from "@rendezvous/http";
+import { RendezvousError } from "@rendezvous/protocol";
 import { z } from "zod";
-import { DEFAULT_BODY_BUDGET } from "./http/bodies.js";
 
 export const Env = z.object({
   /** config file path */

@@ -3,7 +3,7 @@
  * process holds is refused in one line instead of failing at listen, after Redis and the
  * roles came up.
  */
-import { isPortFree } from "@rendezvous/core";
+import { isPortFree } from "@rendezvous/engine";
 import { StartRefused } from "./refusal.js";
 
 export function portInUse(host: string, port: number): StartRefused {

@@ -1,3 +1,3 @@
+export { type OpsOptions, opsRoutes } from "@rendezvous/http";
 export { Env, parseEnv } from "./env.js";
-export { type OpsOptions, opsRoutes } from "./ops.js";
 export { type RunningRoles, startRoles, WORKER_ROLES, type WorkerRole } from "./roles.js";

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { HostClient, ProducerClient, RendezvousApiError } from "@rendezvous/client";
-import type { Wait } from "@rendezvous/core";
+import type { Wait } from "@rendezvous/protocol";
 import { type Command, Option } from "commander";
 
 interface ClientFlags {

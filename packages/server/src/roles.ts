@@ -3,9 +3,8 @@
  * API, mounted by the HTTP app). Stopping drains: stop reading, finish in-flight
  * work, hand back what is not done (it stays pending for another process).
  */
-import { Pacer, type Resources } from "@rendezvous/core";
-import { Dispatcher, Matcher } from "@rendezvous/matcher";
-import { Scheduler } from "@rendezvous/scheduler";
+import { Pacer, type Resources } from "@rendezvous/engine";
+import { Dispatcher, Matcher, Scheduler } from "@rendezvous/workers";
 
 export const WORKER_ROLES = ["matcher", "scheduler", "dispatcher"] as const;
 export type WorkerRole = (typeof WORKER_ROLES)[number];

@@ -7,23 +7,20 @@
 import { resolve } from "node:path";
 import {
   type Config,
-  continuationQueues,
   createLogger,
   createResources,
   ensurePartitionCount,
   type Logger,
   loadConfigFile,
   parseConfig,
-} from "@rendezvous/core";
-import { WEBHOOK_QUEUE } from "@rendezvous/matcher";
-import { Scheduler, TIMEOUT_QUEUE } from "@rendezvous/scheduler";
+} from "@rendezvous/engine";
+import { buildApp, defaultPerAddress, defaultPerClient } from "@rendezvous/http";
+import { continuationQueues } from "@rendezvous/protocol";
+import { Scheduler, TIMEOUT_QUEUE, WEBHOOK_QUEUE } from "@rendezvous/workers";
 import { type DataDirLock, lockDataDir } from "./data-dir-lock.js";
 import { describeDevConfig, ensureDevConfig } from "./dev-config.js";
 import { type EmbeddedRedis, startEmbeddedRedis } from "./embedded-redis.js";
 import { parseEnv } from "./env.js";
-import { buildApp } from "./http/app.js";
-import { defaultPerClient } from "./http/bodies.js";
-import { defaultPerAddress } from "./http/limits.js";
 import { ensurePortFree, listenRefusal } from "./http-port.js";
 import { type RunningRoles, startRoles, WORKER_ROLES, type WorkerRole } from "./roles.js";
 

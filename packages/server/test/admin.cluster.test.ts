@@ -2,11 +2,11 @@
  * Bull Board on a Redis Cluster (project `cluster`): it must open the queues with
  * the hash-tagged queue prefix, or every page touching queue keys fails CROSSSLOT.
  */
-import { createResources, parseConfig } from "@rendezvous/core";
+import { createResources, parseConfig } from "@rendezvous/engine";
+import { buildApp } from "@rendezvous/http";
 import { redisUrl, trackOpen, uniquePrefix } from "@rendezvous/testkit";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import { buildApp } from "../src/http/app.js";
 import { startRoles } from "../src/roles.js";
 
 const ADMIN = "adm_cluster_test_token";

@@ -4,12 +4,12 @@
  * `maxListPageBytes`, so that early pages, empty pages with a cursor and the byte bound
  * show with a few dozen waits; and `maxMetadataBytes` on registration (413, nothing stored).
  */
-import { createResources, ListGate, parseConfig, type Resources } from "@rendezvous/core";
+import { createResources, ListGate, parseConfig, type Resources } from "@rendezvous/engine";
+import { buildApp } from "@rendezvous/http";
 import { redisUrl, uniquePrefix } from "@rendezvous/testkit";
 import type { FastifyInstance } from "fastify";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildApp } from "../src/http/app.js";
 import { ensureConsoleBuilt } from "./console-browser.js";
 import { bearer, type Client, client, expectError, expectIssues, type Json } from "./e2e-helpers.js";
 

@@ -12,9 +12,9 @@ import {
   execBatch,
   parseConfig,
   Store,
-} from "@rendezvous/core";
-import { Matcher } from "@rendezvous/matcher";
+} from "@rendezvous/engine";
 import { redisUrl, trackOpen, uniquePrefix } from "@rendezvous/testkit";
+import { Matcher } from "@rendezvous/workers";
 import type { ChainableCommander } from "ioredis";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";

@@ -10,7 +10,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { parseRedisUrl } from "@rendezvous/core";
+import { parseRedisUrl } from "@rendezvous/engine";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { Env } from "../src/env.js";

@@ -4,10 +4,11 @@
  * cursor (every wait exactly once), tenant confinement of host keys, recent
  * refusals, the continuation job, Server-Timing, and the SPA fallback.
  */
+
+import { buildApp } from "@rendezvous/http";
 import { makeResources } from "@rendezvous/testkit";
 import type { FastifyInstance } from "fastify";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { buildApp } from "../src/http/app.js";
 import { ensureConsoleBuilt } from "./console-browser.js";
 
 const ADMIN = "adm_console_api";

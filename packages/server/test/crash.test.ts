@@ -6,9 +6,9 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type ConfigInput, createResources, parseConfig, type Resources } from "@rendezvous/core";
-import { continuationQueueName } from "@rendezvous/matcher";
+import { type ConfigInput, createResources, parseConfig, type Resources } from "@rendezvous/engine";
 import { eventually, redisUrl, spawnCli, trackOpen, uniquePrefix } from "@rendezvous/testkit";
+import { continuationQueueName } from "@rendezvous/workers";
 import { Queue } from "bullmq";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";

@@ -5,7 +5,7 @@
  * cancel, explain, consume), direct delivery, continuations in BullMQ, the
  * operations routes, the OpenAPI document, and tenant isolation.
  */
-import { createBlockingRedis, isClusterUrl, queuePrefixFor } from "@rendezvous/core";
+import { createBlockingRedis, isClusterUrl, queuePrefixFor } from "@rendezvous/engine";
 import { redisUrl } from "@rendezvous/testkit";
 import { Queue } from "bullmq";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

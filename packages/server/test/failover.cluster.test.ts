@@ -9,9 +9,10 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type ConfigInput, createResources, parseConfig, type Resources, type Wait } from "@rendezvous/core";
-import { continuationQueueName } from "@rendezvous/matcher";
+import { type ConfigInput, createResources, parseConfig, type Resources } from "@rendezvous/engine";
+import type { Wait } from "@rendezvous/protocol";
 import { type RedisCluster, spawnCli, startRedisCluster, trackOpen, uniquePrefix } from "@rendezvous/testkit";
+import { continuationQueueName } from "@rendezvous/workers";
 import { Queue } from "bullmq";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

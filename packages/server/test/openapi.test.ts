@@ -15,7 +15,9 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import fastifySwagger from "@fastify/swagger";
-import { createResources, errorResponses, parseConfig, type Resources, Wait } from "@rendezvous/core";
+import { createResources, parseConfig, type Resources } from "@rendezvous/engine";
+import { buildApp, openapiOptions, registeredRoutes } from "@rendezvous/http";
+import { errorResponses, Wait } from "@rendezvous/protocol";
 import { redisUrl, uniquePrefix } from "@rendezvous/testkit";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import Fastify, { type FastifyInstance } from "fastify";
@@ -23,8 +25,6 @@ import { type FastifyPluginAsyncZod, serializerCompiler, validatorCompiler } fro
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { buildApp } from "../src/http/app.js";
-import { openapiOptions, registeredRoutes } from "../src/http/openapi.js";
 import { type Json, request, type Started, startServer } from "./e2e-helpers.js";
 
 const run = promisify(execFile);

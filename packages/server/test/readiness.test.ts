@@ -2,11 +2,11 @@
  * /readyz's write probe (RedisReadiness) on a redis-server of the test's own: cheap (one
  * SET per TTL however often it is asked), and it tells a full, a frozen and a healthy Redis apart.
  */
-import { createRedis, createResources, parseConfig, type Resources } from "@rendezvous/core";
+import { createRedis, createResources, parseConfig, type Resources } from "@rendezvous/engine";
+import { RedisReadiness } from "@rendezvous/http";
 import { startRedisServer } from "@rendezvous/testkit";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import { RedisReadiness } from "../src/readiness.js";
 
 /** SET calls Redis has run so far (INFO commandstats). */
 async function setCalls(redis: ReturnType<typeof createRedis>): Promise<number> {

@@ -9,7 +9,7 @@
  *   with the same ids converge, no wait is resolved twice, every accepted event is matched
  *   or buffered.
  */
-import { createRedis, type RedisLike } from "@rendezvous/core";
+import { createRedis, type RedisLike } from "@rendezvous/engine";
 import { type RedisServer, startRedisServer } from "@rendezvous/testkit";
 import { describe, expect, it } from "vitest";
 import {

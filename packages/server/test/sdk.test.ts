@@ -1,9 +1,9 @@
 import { type Continuation, ContinuationWorker, HostClient, ProducerClient } from "@rendezvous/client";
-import { createResources, parseConfig } from "@rendezvous/core";
+import { createResources, parseConfig } from "@rendezvous/engine";
+import { buildApp } from "@rendezvous/http";
 import { redisUrl, trackOpen, uniquePrefix } from "@rendezvous/testkit";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import { buildApp } from "../src/http/app.js";
 import { startRoles } from "../src/roles.js";
 
 const HOST_KEY = "hk_sdk_test_key";

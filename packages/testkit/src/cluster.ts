@@ -5,7 +5,7 @@
  * reports `cluster_state:ok`. Stopped (or killed, for failover tests) by PID.
  */
 import { spawn } from "node:child_process";
-import { createRedis, freePort, type RedisLike, type RedisServer, startRedisServer } from "@rendezvous/core";
+import { createRedis, freePort, type RedisLike, type RedisServer, startRedisServer } from "@rendezvous/engine";
 
 export interface RedisClusterOptions {
   /** @defaultValue 3 */

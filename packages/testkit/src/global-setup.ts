@@ -3,7 +3,7 @@
  * themselves by a unique key prefix (see `useRedis`).
  */
 
-import { type RedisServer, startRedisServer } from "@rendezvous/core";
+import { type RedisServer, startRedisServer } from "@rendezvous/engine";
 import type { TestProject } from "vitest/node";
 import type {} from "./fixtures.js";
 

@@ -1,4 +1,4 @@
-export { freePort, type RedisServer, type RedisServerOptions, startRedisServer } from "@rendezvous/core";
+export { freePort, type RedisServer, type RedisServerOptions, startRedisServer } from "@rendezvous/engine";
 export {
   type ClusterNode,
   keySlot,

@@ -1,4 +1,4 @@
-import { type ConfigInput, createResources, parseConfig, type Resources } from "@rendezvous/core";
+import { type ConfigInput, createResources, parseConfig, type Resources } from "@rendezvous/engine";
 import { pino } from "pino";
 import { redisUrl, trackOpen, uniquePrefix } from "./fixtures.js";
 

@@ -8,7 +8,9 @@
  * prefix, pipelined by running many registrations at once): 100k waits over HTTP
  * would take most of a test's time budget.
  */
-import type { Store, WaitSpec } from "@rendezvous/core";
+
+import type { Store } from "@rendezvous/engine";
+import type { WaitSpec } from "@rendezvous/protocol";
 import { ATTACKER, send } from "./harness.js";
 
 /** One answered page of a listing. */

@@ -6,7 +6,7 @@
  * and the legitimate tenant's traffic must stay available (RSS growth ≤ 200 MiB, every
  * request 2xx within 2 s).
  */
-import { createResources, parseConfig, type Resources } from "@rendezvous/core";
+import { createResources, parseConfig, type Resources } from "@rendezvous/engine";
 import { redisUrl } from "@rendezvous/testkit";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

@@ -1,0 +1,70 @@
+/**
+ * Bull Board at /admin/queues for the timeout, webhook and continuation queues,
+ * behind the admin token (Bearer, or the password of basic auth).
+ */
+import { createHash, timingSafeEqual } from "node:crypto";
+import { createBullBoard } from "@bull-board/api";
+import { BullMQAdapter } from "@bull-board/api/bullMQAdapter";
+import { FastifyAdapter } from "@bull-board/fastify";
+import type { Resources } from "@rendezvous/engine";
+import { RendezvousError } from "@rendezvous/protocol";
+import { Queue } from "bullmq";
+import type { FastifyPluginAsync, FastifyRequest } from "fastify";
+
+export interface AdminQueuesOptions {
+  res: Resources;
+  queueNames: string[];
+}
+
+const BASE = "/admin/queues";
+/** Where Bull Board is mounted. */
+export const BOARD_PATH = BASE;
+
+function digest(value: string): Buffer {
+  return createHash("sha256").update(value).digest();
+}
+
+/** The admin token presented as Bearer or as the basic-auth password, if any. */
+function presentedToken(request: FastifyRequest): string | undefined {
+  const header = request.headers.authorization;
+  if (typeof header !== "string") return undefined;
+  const [scheme, value] = header.split(" ", 2);
+  if (!value) return undefined;
+  if (scheme?.toLowerCase() === "bearer") return value.trim();
+  if (scheme?.toLowerCase() === "basic") {
+    const decoded = Buffer.from(value, "base64").toString();
+    const colon = decoded.indexOf(":");
+    return colon >= 0 ? decoded.slice(colon + 1) : undefined;
+  }
+  return undefined;
+}
+
+export const adminQueues: FastifyPluginAsync<AdminQueuesOptions> = async (app, opts) => {
+  const { res } = opts;
+  const expected = res.config.adminToken ? digest(res.config.adminToken) : undefined;
+  const connection = res.connect("bull-board", { blocking: true });
+  const queues = opts.queueNames.map((name) => new Queue(name, { connection, prefix: res.queuePrefix }));
+  app.addHook("onClose", async () => {
+    await Promise.all(queues.map((q) => q.close()));
+  });
+
+  await app.register(async (scope) => {
+    scope.addHook("onRequest", async (request, reply) => {
+      const token = presentedToken(request);
+      if (!expected || token === undefined || !timingSafeEqual(digest(token), expected)) {
+        reply.header("www-authenticate", 'Basic realm="rendezvous admin"');
+        const err = new RendezvousError("unauthorized");
+        return reply.code(401).send(err.toJSON());
+      }
+    });
+    const serverAdapter = new FastifyAdapter();
+    serverAdapter.setBasePath(BASE);
+    createBullBoard({
+      queues: queues.map((q) => new BullMQAdapter(q)),
+      serverAdapter,
+      // the way back: waits are not jobs, the console explains them
+      options: { uiConfig: { miscLinks: [{ text: "Rendezvous console", url: "/console/" }] } },
+    });
+    await scope.register(serverAdapter.registerPlugin(), { prefix: BASE });
+  });
+};

@@ -1,0 +1,182 @@
+/**
+ * The HTTP app factory: `buildApp(deps)` returns a fastify instance with the
+ * operations routes and, for the `api`/`start` roles, the producer routes (ingest),
+ * the host routes, the continuation routes, Bull Board at /admin/queues and the OpenAPI document at
+ * /openapi.json. `main` only listens.
+ */
+import fastifySwagger from "@fastify/swagger";
+import type { Resources } from "@rendezvous/engine";
+import { RendezvousError } from "@rendezvous/protocol";
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, LogController } from "fastify";
+import { hasZodFastifySchemaValidationErrors, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
+import { z } from "zod";
+import { adminQueues, BOARD_PATH } from "./admin.js";
+import { BodyBudget, DEFAULT_BODY_BUDGET, effectiveBodyBudget, HOST_BODY_LIMIT, limitRequestBodies } from "./bodies.js";
+import { guardConnections } from "./connections.js";
+import { consoleRoutes } from "./console.js";
+import { continuationRoutes } from "./continuation-routes.js";
+import { hostRoutes } from "./host-routes.js";
+import {
+  type BodyBudgetOptions,
+  clientAborted,
+  frameworkErrors,
+  indexCredentials,
+  ingestRoutes,
+  lingerAfterTooLarge,
+  redisUnavailable,
+  sendApiError,
+  toApiError,
+} from "./index.js";
+import { DEFAULT_HTTP_LIMITS, type HttpLimits, limitOptions } from "./limits.js";
+import { openapiOptions, recordRoutes } from "./openapi.js";
+import { opsRoutes } from "./ops.js";
+
+/** The API's version in the OpenAPI document. */
+const API_VERSION = "0.1.0";
+
+export interface AppDeps {
+  res: Resources;
+  /** roles of this process (for /readyz) */
+  roles: string[];
+  running: () => boolean;
+  /** serve the API (producer + host routes, Bull Board, OpenAPI) @defaultValue true */
+  api?: boolean;
+  /** schedules a new wait's timeout job */
+  scheduleTimeout?: (partition: number, deadlineMs: number) => Promise<unknown>;
+  /** BullMQ queue names shown in Bull Board */
+  queueNames?: string[];
+  /** connection-level limits @defaultValue DEFAULT_HTTP_LIMITS */
+  limits?: HttpLimits;
+  /**
+   * memory request bodies may hold, per process and per client address (raised to the
+   * largest body a route accepts) @defaultValue DEFAULT_BODY_BUDGET
+   */
+  bodyBudget?: BodyBudgetOptions;
+}
+
+interface Issue {
+  path: Array<string | number>;
+  message: string;
+}
+
+function validationIssues(err: FastifyError): Issue[] {
+  const where = (err as { validationContext?: string }).validationContext;
+  return (err.validation ?? []).map((v) => {
+    const path = String(v.instancePath ?? "")
+      .split("/")
+      .filter(Boolean)
+      .map((p) => (/^\d+$/.test(p) ? Number(p) : p));
+    return { path: where ? [where, ...path] : path, message: String(v.message ?? "invalid") };
+  });
+}
+
+/**
+ * The drain of `app.close()` (SIGTERM): requests already running finish; a request that still
+ * arrives on a kept-alive connection is handed back as `503 unavailable`; and every answer from
+ * then on closes its connection, so the close does not wait for the clients' keep-alive timeouts.
+ * Call before any route or plugin is registered (the hooks must reach every route).
+ */
+function drain(app: FastifyInstance): void {
+  let closing = false;
+  app.addHook("preClose", async () => {
+    closing = true;
+  });
+  app.addHook("onRequest", async (_request, reply) => {
+    if (!closing) return;
+    const err = new RendezvousError("unavailable", "shutting down");
+    return reply.code(err.statusCode).header("retry-after", "1").send(err.toJSON());
+  });
+  app.addHook("onSend", async (_request, reply, payload) => {
+    if (closing) void reply.header("connection", "close");
+    return payload;
+  });
+}
+
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const { res } = deps;
+  const logger = res.logger.child({ system: "http" });
+  const app = Fastify({
+    loggerInstance: logger as FastifyBaseLogger,
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: HOST_BODY_LIMIT,
+    // a bad URL (undecodable, over-long segment) in the API error shape
+    frameworkErrors,
+    // the drain answers in the API error shape (see drain below), not fastify's own 503 body
+    return503OnClosing: false,
+    ...limitOptions(deps.limits ?? DEFAULT_HTTP_LIMITS),
+  }) as FastifyInstance;
+  recordRoutes(app);
+  // the connection caps (per address; idlest closed first at the global cap), not server.maxConnections
+  guardConnections(app.server, deps.limits ?? DEFAULT_HTTP_LIMITS, { registry: res.metrics.registry, logger });
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    let apiError: RendezvousError;
+    if (hasZodFastifySchemaValidationErrors(err) && err.validationContext === "params") {
+      apiError = new RendezvousError("not_found"); // a malformed id names no resource
+    } else if (hasZodFastifySchemaValidationErrors(err)) {
+      apiError = new RendezvousError("invalid_request", "the request does not match its schema", {
+        issues: validationIssues(err),
+      });
+    } else {
+      apiError = toApiError(err, false);
+    }
+    if (clientAborted(request)) {
+      // the client's doing, and nobody is left to read the answer
+      request.log.debug(
+        { url: request.url, method: request.method, code: apiError.code },
+        "client aborted the request",
+      );
+    } else if (apiError.code === "unavailable") {
+      // Redis trouble is not a bug; under a frozen Redis every request ends here
+      request.log.warn({ err: err.message, reason: apiError.details.reason, url: request.url }, "store unavailable");
+    } else if (apiError.statusCode >= 500) {
+      request.log.error({ err, url: request.url, method: request.method }, "request failed");
+    }
+    lingerAfterTooLarge(apiError, request, reply);
+    return sendApiError(reply, apiError);
+  });
+  app.setNotFoundHandler((_request, reply) => {
+    const err = new RendezvousError("not_found", "no such route");
+    return reply.code(404).send(err.toJSON());
+  });
+
+  drain(app);
+  const budget = new BodyBudget(effectiveBodyBudget(deps.bodyBudget ?? DEFAULT_BODY_BUDGET, res.config));
+  limitRequestBodies(app, budget, res.metrics.registry);
+  // the document sees the routes registered after it: the operations routes too
+  if (deps.api !== false) await app.register(fastifySwagger, openapiOptions(API_VERSION));
+  await app.register(opsRoutes, { res, running: deps.running, roles: deps.roles });
+  if (deps.api !== false) {
+    const credentials = indexCredentials(res.config);
+    await app.register(async (api) => {
+      // Without a Redis connection a command would wait in the offline queue (until the
+      // command timeout): answer `503 unavailable` (`redis_down`) at once, nothing sent.
+      api.addHook("onRequest", async (_request, reply) => {
+        if (res.redis.status === "ready") return;
+        return sendApiError(reply, redisUnavailable("redis_down"));
+      });
+      await api.register(ingestRoutes, {
+        store: res.store,
+        config: res.config,
+        logger: res.logger,
+        metrics: res.metrics,
+        appClosesUnreadBodies: true, // limitRequestBodies (above) installs it on the whole app
+      });
+      await api.register(hostRoutes, { res, credentials, scheduleTimeout: deps.scheduleTimeout });
+      await api.register(continuationRoutes, { res, credentials });
+    });
+    await app.register(adminQueues, { res, queueNames: deps.queueNames ?? [] });
+    await app.register(consoleRoutes, { res, credentials, boardPath: BOARD_PATH });
+    const document = {
+      operationId: "getOpenApiDocument",
+      tags: ["operations"],
+      summary: "This OpenAPI 3.1 document",
+      security: [],
+      response: { 200: z.looseObject({ openapi: z.string() }).meta({ description: "an OpenAPI 3.1 document" }) },
+    };
+    app.get("/openapi.json", { schema: document }, async () => app.swagger());
+  }
+  return app;
+}

@@ -1,0 +1,61 @@
+export * from "./admin.js";
+export * from "./app.js";
+export {
+  authenticateHost,
+  authenticateProducerHeaders,
+  bearerToken,
+  type CredentialIndex,
+  computeSignature,
+  type HostIdentity,
+  indexCredentials,
+  type ProducerHeaders,
+  type ProducerIdentity,
+  parseSignatureHeader,
+  type RequestHeaders,
+  readTenant,
+  SIGNATURE_TOLERANCE_SEC,
+  verifyProducerBody,
+} from "./auth.js";
+export * from "./bodies.js";
+export {
+  BODY_BUDGET_RETRY_AFTER_SEC,
+  BodyBudget,
+  type BodyBudgetOptions,
+  clientKey,
+  limitBodies,
+} from "./body-budget.js";
+export * from "./connections.js";
+export * from "./console.js";
+export * from "./console-api.js";
+export * from "./console-stats.js";
+export * from "./continuation-claims.js";
+export * from "./continuation-routes.js";
+export * from "./host-routes.js";
+export {
+  frameworkErrors,
+  lingerAfterTooLarge,
+  type RedisTrouble,
+  redisTrouble,
+  redisUnavailable,
+  sendApiError,
+  toApiError,
+} from "./http-errors.js";
+export { jsonBytesOver } from "./json-bounds.js";
+export * from "./limits.js";
+export * from "./openapi.js";
+export * from "./openapi-components.js";
+export * from "./ops.js";
+export { type EventOutcome, IngestSystem, type IngestSystemDeps, MAX_BATCH } from "./producers/ingest.js";
+export { type IngestRoutesOptions, ingestRoutes } from "./producers/routes.js";
+export {
+  type Checked,
+  EventValidator,
+  type Issue,
+  MAX_JSON_DEPTH,
+  nestedDeeperThan,
+  parseJsonBody,
+  type Refused,
+} from "./producers/validation.js";
+export { RateLimiter, type Take } from "./rate-limit.js";
+export * from "./readiness.js";
+export { clientAborted, closeUnreadBodies } from "./unread-body.js";

@@ -1,0 +1,6 @@
+export * from "./api-schemas.js";
+export * from "./continuation-groups.js";
+export * from "./errors.js";
+export * from "./explain.js";
+export * from "./schemas.js";
+export * from "./type-patterns.js";

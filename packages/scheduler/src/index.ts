@@ -1,2 +1,0 @@
-export { type FireResult, lateness } from "./firing.js";
-export { Scheduler, type SchedulerOptions, TIMEOUT_QUEUE } from "./scheduler.js";

@@ -1,0 +1,240 @@
+/**
+ * The dispatcher: moves resolutions from the partition outboxes to the BullMQ queue
+ * `continuations.<tenant>` (or `continuations.<tenant>.<group>` where the tenant's
+ * continuationGroups route the wait's event type; job name `continuation`, job id = wait id, data = the
+ * Wait) and, where the tenant has a webhook, to the internal `webhooks` queue whose
+ * worker POSTs a signed request with retries and backoff. An outbox entry is acked
+ * only after its jobs are enqueued; a re-dispatch after a crash finds the job by id
+ * and adds nothing.
+ *
+ * A backlog (a burst of timeouts, a flood of events) is handed out in steps of at most
+ * `step` entries, each acking its own entries once their jobs exist. Given a `Pacer`
+ * (`rendezvous start` shares one with the scheduler, to leave the API room in the same
+ * event loop) the steps run one at a time across partitions with a rest after each full
+ * one; alone in a process the dispatcher runs partitions in parallel, unpaced.
+ */
+import { createHmac } from "node:crypto";
+import { DISPATCHER_GROUP, failpoint, Pacer, type RedisLike, type Resources, type Store } from "@rendezvous/engine";
+import { continuationQueueName, continuationQueueOf, type Wait } from "@rendezvous/protocol";
+import { type Job, Queue, Worker } from "bullmq";
+import { ConsumerLoop, type StreamEntry } from "./consumer-loop.js";
+
+/** Queue of a tenant's continuations (docs/api.md, Continuations): owned by core, re-exported here. */
+export { continuationQueueName };
+
+/** Internal queue of webhook deliveries. */
+export const WEBHOOK_QUEUE = "webhooks";
+
+const DAY_S = 86_400;
+
+/** `Rendezvous-Signature` header value for a webhook body. */
+export function signWebhook(secret: string, body: string, unixSeconds = Math.floor(Date.now() / 1000)): string {
+  const mac = createHmac("sha256", secret).update(`${unixSeconds}.${body}`).digest("hex");
+  return `t=${unixSeconds},v1=${mac}`;
+}
+
+export interface DispatcherOptions {
+  partitions?: number[];
+  consumer?: string;
+  blockMs?: number;
+  /** webhook worker concurrency @defaultValue 16; 0 = no webhook worker in this process */
+  webhookConcurrency?: number;
+  /** webhook attempts before giving up @defaultValue 12 */
+  webhookAttempts?: number;
+  /** first backoff delay @defaultValue 1000 */
+  webhookBackoffMs?: number;
+  /** request timeout @defaultValue 10000 */
+  webhookTimeoutMs?: number;
+  /** most outbox entries handed out in one step (one `getWaits`, `addBulk` per queue, `annotateMany`, `XACK`) @defaultValue 50 */
+  step?: number;
+  /**
+   * rest after a full step, as a multiple of its duration (at most 50 ms), steps one at
+   * a time across partitions; 0: no pacing, partitions in parallel @defaultValue 0;
+   * ignored with `pacer`
+   */
+  restRatio?: number;
+  /** paces the steps (one at a time, a rest after each full one); `rendezvous start` shares one with the scheduler */
+  pacer?: Pacer;
+  /** most entries one `XREADGROUP` reads per partition @defaultValue 100 */
+  readCount?: number;
+}
+
+interface WebhookJob {
+  tenant: string;
+  waitId: string;
+}
+
+export class Dispatcher {
+  readonly #res: Resources;
+  readonly #opts: DispatcherOptions;
+  readonly loop: ConsumerLoop;
+  readonly #queueConn: RedisLike;
+  /** the Store on the dispatcher's own connection: its pipelines queue none of the API's commands behind them */
+  readonly #store: Store;
+  readonly #queues = new Map<string, Queue>();
+  /** runs a step: in its lane of the pacer (one step at a time across partitions), or at once when unpaced */
+  readonly #paced: Pacer["run"];
+  readonly #step: number;
+  #webhookWorker: Worker<WebhookJob> | undefined;
+
+  constructor(res: Resources, opts: DispatcherOptions = {}) {
+    this.#res = res;
+    this.#opts = opts;
+    const layout = res.store.keys;
+    this.#queueConn = res.connect("dispatcher-queues", { blocking: true });
+    const commands = res.connect("dispatcher-commands");
+    this.#store = res.store.withConnection(commands);
+    const restRatio = opts.restRatio ?? 0;
+    // unpaced (a dispatcher alone in its process): partitions in parallel, each in steps
+    this.#paced = opts.pacer
+      ? opts.pacer.lane()
+      : restRatio > 0
+        ? new Pacer(restRatio).lane()
+        : (_full, work) => work();
+    this.#step = Math.max(1, Math.floor(opts.step ?? 50));
+    this.loop = new ConsumerLoop({
+      name: "dispatcher",
+      redis: commands,
+      blocking: (purpose) => res.connect(purpose, { blocking: true }),
+      group: DISPATCHER_GROUP,
+      streams: (opts.partitions ?? layout.allPartitions()).map((p) => ({
+        partition: p,
+        key: layout.partition(p).outbox,
+      })),
+      handle: (_p, key, entries) => this.#handle(key, entries),
+      count: opts.readCount ?? 100,
+      logger: res.logger.child({ system: "dispatcher" }),
+      claimIdleMs: res.config.claimIdleMs,
+      consumer: opts.consumer,
+      blockMs: opts.blockMs,
+    });
+  }
+
+  /** The BullMQ queue (cached) of a tenant's continuations, or of webhook deliveries. */
+  queue(name: string): Queue {
+    let q = this.#queues.get(name);
+    if (!q) {
+      q = new Queue(name, { connection: this.#queueConn, prefix: this.#res.queuePrefix });
+      // connection trouble (Redis restart, cluster failover) is retried by the client; log, don't crash
+      q.on("error", (err) => this.#res.logger.warn({ err, queue: name }, "queue connection error"));
+      this.#queues.set(name, q);
+    }
+    return q;
+  }
+
+  async start(): Promise<void> {
+    const concurrency = this.#opts.webhookConcurrency ?? 16;
+    const hasWebhooks = Object.values(this.#res.config.tenants).some((t) => t.webhook);
+    if (concurrency > 0 && hasWebhooks) {
+      this.#webhookWorker = new Worker<WebhookJob>(WEBHOOK_QUEUE, (job) => this.#sendWebhook(job), {
+        connection: this.#res.connect("dispatcher-webhooks", { blocking: true }),
+        prefix: this.#res.queuePrefix,
+        concurrency,
+      });
+      this.#webhookWorker.on("error", (err) => this.#res.logger.warn({ err }, "webhook worker error"));
+      this.#webhookWorker.on("failed", (job, err) =>
+        this.#res.logger.warn({ err, waitId: job?.data.waitId, attempt: job?.attemptsMade }, "webhook delivery failed"),
+      );
+    }
+    await this.loop.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.loop.stop();
+    await this.#webhookWorker?.close();
+    await Promise.all([...this.#queues.values()].map((q) => q.close()));
+  }
+
+  /** A partition's entries in order, in paced steps of at most `step`. */
+  async #handle(key: string, entries: StreamEntry[]): Promise<void> {
+    const step = this.#step;
+    for (let from = 0; from < entries.length; from += step) {
+      const slice = entries.slice(from, from + step);
+      await this.#paced(slice.length >= step, () => this.#dispatch(key, slice));
+    }
+  }
+
+  /** One step: jobs for the entries' waits, their annotations, then the entries' ack. */
+  async #dispatch(key: string, entries: StreamEntry[]): Promise<void> {
+    const ids = entries.flatMap((e) => (e.fields?.w ? [e.fields.w] : []));
+    const waits = await this.#store.getWaits(ids);
+    const byQueue = new Map<string, Wait[]>();
+    const hooks: Wait[] = [];
+    for (const wait of waits) {
+      if (!wait) continue; // expired since: nothing left to hand out
+      // a wait whose type one of the tenant's groups routes goes to that group's queue
+      const name = continuationQueueOf(this.#res.config.tenants, wait.tenant, wait.eventType);
+      const list = byQueue.get(name);
+      if (list) list.push(wait);
+      else byQueue.set(name, [wait]);
+      if (this.#res.config.tenants[wait.tenant]?.webhook) hooks.push(wait);
+    }
+    await Promise.all(
+      [...byQueue].map(([name, list]) =>
+        this.queue(name).addBulk(
+          list.map((wait) => ({
+            name: "continuation",
+            data: wait,
+            opts: { jobId: wait.id, removeOnComplete: { age: DAY_S }, removeOnFail: { age: 7 * DAY_S } },
+          })),
+        ),
+      ),
+    );
+    if (hooks.length > 0) {
+      await this.queue(WEBHOOK_QUEUE).addBulk(
+        hooks.map((wait) => ({
+          name: "webhook",
+          data: { tenant: wait.tenant, waitId: wait.id },
+          opts: {
+            jobId: `wh.${wait.id}`,
+            attempts: this.#opts.webhookAttempts ?? 12,
+            backoff: { type: "exponential", delay: this.#opts.webhookBackoffMs ?? 1000 },
+            removeOnComplete: { age: DAY_S },
+            removeOnFail: { age: 7 * DAY_S },
+          },
+        })),
+      );
+    }
+    failpoint("dispatcher.after-enqueue");
+    // an outbox entry handled again after a crash (recorded, not yet acknowledged)
+    // finds its job already there (same job id) and records nothing new: `once` keeps
+    // one continuation_dispatched per job id
+    await this.#store.annotateMany(
+      [...byQueue].flatMap(([name, list]) =>
+        list.map((wait) => ({
+          waitId: wait.id,
+          what: "continuation_dispatched" as const,
+          detail: { queue: name, jobId: wait.id },
+          once: true,
+        })),
+      ),
+    );
+    failpoint("dispatcher.after-annotate");
+    this.#res.metrics.continuationsDispatched.inc({ channel: "queue" }, waits.filter(Boolean).length);
+    await this.loop.ack(
+      key,
+      entries.map((e) => e.id),
+    );
+  }
+
+  async #sendWebhook(job: Job<WebhookJob>): Promise<void> {
+    const hook = this.#res.config.tenants[job.data.tenant]?.webhook;
+    if (!hook) return;
+    const wait = await this.#store.getWait(job.data.tenant, job.data.waitId);
+    if (!wait) return;
+    const body = JSON.stringify({ wait });
+    const res = await fetch(hook.url, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        "rendezvous-signature": signWebhook(hook.secret, body),
+        "rendezvous-delivery": job.id ?? wait.id,
+      },
+      body,
+      signal: AbortSignal.timeout(this.#opts.webhookTimeoutMs ?? 10_000),
+    });
+    if (!res.ok) throw new Error(`webhook answered ${res.status}`);
+    await this.#store.annotate(null, wait.id, "continuation_dispatched", { webhook: hook.url, status: res.status });
+    this.#res.metrics.continuationsDispatched.inc({ channel: "webhook" });
+  }
+}

@@ -1,0 +1,313 @@
+/**
+ * Timeouts: BullMQ delayed jobs race deadlines against completions, one job per
+ * time bucket (20 ms) for all partitions rather than one per wait, so a pending
+ * wait costs no job of its own. A bucket job fires at the end of its bucket and
+ * times out every due wait of every partition (`timeoutWait`, the event-time rule). The partition's
+ * deadline index is the source of truth: the sweeper re-creates bucket jobs for
+ * deadlines coming up and fires overdue waits whose job went missing, so a crash
+ * between registering a wait and scheduling its job loses nothing.
+ *
+ * Many waits may share one deadline (one bucket): they are fired in bounded steps
+ * (`firing.ts`) on a connection of the scheduler's own, one run at a time per
+ * process, so a burst of timeouts does not starve the API or other clients.
+ */
+import { execBatch, Pacer, type Resources, type Store } from "@rendezvous/engine";
+import { type Job, Queue, Worker } from "bullmq";
+import { scanDeadlines } from "./deadlines.js";
+import { addFiring, type FireResult, fireInSteps, noFiring } from "./firing.js";
+
+/** Queue of timeout bucket jobs. */
+export const TIMEOUT_QUEUE = "timeouts";
+
+export interface SchedulerOptions {
+  /** bucket width: a timeout fires at most this late plus processing @defaultValue 20 */
+  bucketMs?: number;
+  /**
+   * retry delay when an on-time event of the wait's match key is still unprocessed, or
+   * more than 100 on-time events or stream entries of its partition are (backlog)
+   * @defaultValue 100
+   */
+  retryMs?: number;
+  /** sweeper period @defaultValue 1000 */
+  sweepIntervalMs?: number;
+  /** bucket jobs are made for deadlines up to this far ahead @defaultValue 5000 */
+  lookaheadMs?: number;
+  /** a wait overdue by more than this is fired by the sweeper itself @defaultValue 2000 */
+  graceMs?: number;
+  /** most waits one pass reads per partition @defaultValue 1000 */
+  batch?: number;
+  /** most waits one timeout step sends to Redis (one pipelined `timeoutWait` per wait) @defaultValue 50 */
+  step?: number;
+  /**
+   * rest between two timeout steps, as a multiple of the last step's duration (at most
+   * 50 ms; 0 = one turn of the event loop): a burst then takes at most about half of the
+   * process's time, leaving the rest to the API and to the dispatcher, which hands out the
+   * burst's continuations @defaultValue 1; ignored with `pacer`
+   */
+  restRatio?: number;
+  /** paces the timeout steps; `rendezvous start` shares one with the dispatcher @defaultValue a pacer of its own */
+  pacer?: Pacer;
+  /** bucket worker concurrency @defaultValue 4 */
+  concurrency?: number;
+  /** partitions this process sweeps @defaultValue all */
+  partitions?: number[];
+}
+
+interface BucketJob {
+  /** bucket end, ms */
+  at: number;
+}
+
+/** Records removed per partition per expiry call, and calls per sweep. */
+const EXPIRE_BATCH = 500;
+const EXPIRE_ROUNDS = 4;
+
+/** Most jobs per MULTI when adding bucket jobs: a long MULTI stalls every client. */
+const ADD_CHUNK = 50;
+
+/** Deadline entries per partition per read of the sweeper's upcoming scan (deadlines.ts). */
+const SCAN_LIMIT = 200;
+
+export class Scheduler {
+  readonly #res: Resources;
+  readonly #o: Required<Omit<SchedulerOptions, "restRatio">>;
+  readonly queue: Queue<BucketJob>;
+  #worker: Worker<BucketJob> | undefined;
+  #sweepTimer: NodeJS.Timeout | undefined;
+  #sweeping: Promise<unknown> | undefined;
+  /** bucket job ids this process added, by bucket end (forgotten once past) */
+  readonly #added = new Map<string, number>();
+  readonly #log;
+  /** the Store on the scheduler's own connection, opened when first needed */
+  #timeoutStore: Store | undefined;
+  /** the fireDue run in progress, and whether a caller asked for another pass meanwhile */
+  #firing: Promise<FireResult> | undefined;
+  #again = false;
+
+  constructor(res: Resources, opts: SchedulerOptions = {}) {
+    this.#res = res;
+    this.#o = {
+      bucketMs: opts.bucketMs ?? 20,
+      retryMs: opts.retryMs ?? 100,
+      sweepIntervalMs: opts.sweepIntervalMs ?? 1000,
+      lookaheadMs: opts.lookaheadMs ?? 5000,
+      graceMs: opts.graceMs ?? 2000,
+      batch: opts.batch ?? 1000,
+      step: Math.max(1, opts.step ?? 50),
+      pacer: opts.pacer ?? new Pacer(Math.max(0, opts.restRatio ?? 1)),
+      concurrency: opts.concurrency ?? 4,
+      partitions: opts.partitions ?? res.store.keys.allPartitions(),
+    };
+    this.#log = res.logger.child({ system: "scheduler" });
+    this.queue = new Queue<BucketJob>(TIMEOUT_QUEUE, {
+      connection: res.connect("scheduler-queue", { blocking: true }),
+      prefix: res.queuePrefix,
+    });
+    // connection trouble (Redis restart, cluster failover) is retried by the client; log, don't crash
+    this.queue.on("error", (err) => this.#log.warn({ err }, "timeout queue connection error"));
+  }
+
+  /**
+   * Makes sure a bucket job will fire for each deadline (idempotent; the register
+   * path calls it right after registering). One job per time bucket serves every
+   * partition, so jobs/s is bounded by 1000 / bucketMs whatever the partition count.
+   * Deadlines beyond the lookahead are left to the sweeper, so far deadlines cost no
+   * job until they come near. Jobs are added in small MULTIs so none holds Redis long.
+   */
+  async schedule(deadlines: Array<{ partition?: number; deadline: number }>): Promise<number> {
+    const now = Date.now();
+    const jobs = new Map<string, BucketJob>();
+    for (const { deadline } of deadlines) {
+      if (deadline > now + this.#o.lookaheadMs) continue;
+      const at = Math.ceil(deadline / this.#o.bucketMs) * this.#o.bucketMs;
+      const id = `t.${at}`;
+      if (!this.#added.has(id)) jobs.set(id, { at });
+    }
+    if (jobs.size === 0) return 0;
+    const list = [...jobs];
+    for (let i = 0; i < list.length; i += ADD_CHUNK) {
+      await this.queue.addBulk(
+        list.slice(i, i + ADD_CHUNK).map(([id, data]) => ({
+          name: "bucket",
+          data,
+          opts: { jobId: id, delay: Math.max(0, data.at - now), removeOnComplete: true, removeOnFail: 1000 },
+        })),
+      );
+    }
+    for (const [id, data] of jobs) this.#added.set(id, data.at);
+    return jobs.size;
+  }
+
+  async start(): Promise<void> {
+    this.#worker = new Worker<BucketJob>(TIMEOUT_QUEUE, (job) => this.#fire(job), {
+      connection: this.#res.connect("scheduler-worker", { blocking: true }),
+      prefix: this.#res.queuePrefix,
+      concurrency: this.#o.concurrency,
+    });
+    this.#worker.on("error", (err) => this.#log.warn({ err }, "timeout worker error"));
+    this.#worker.on("failed", (job, err) => this.#log.error({ err, job: job?.id }, "timeout bucket failed"));
+    await this.#worker.waitUntilReady();
+    const tick = () => {
+      if (!this.#sweeping) {
+        this.#sweeping = this.sweep()
+          .catch((err) => this.#log.error({ err }, "sweep failed"))
+          .finally(() => {
+            this.#sweeping = undefined;
+          });
+      }
+    };
+    tick();
+    this.#sweepTimer = setInterval(tick, this.#o.sweepIntervalMs);
+    this.#sweepTimer.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.#sweepTimer) clearInterval(this.#sweepTimer);
+    this.#sweepTimer = undefined;
+    await this.#sweeping;
+    await this.#worker?.close();
+    await this.queue.close();
+  }
+
+  async #fire(job: Job<BucketJob>): Promise<void> {
+    this.#added.delete(job.id ?? "");
+    await this.fireDue();
+  }
+
+  /** Timeouts and their reads go through a connection of their own (see Store.withConnection). */
+  get #store(): Store {
+    this.#timeoutStore ??= this.#res.store.withConnection(this.#res.connect("scheduler-timeouts"));
+    return this.#timeoutStore;
+  }
+
+  /** A fireDue run is in progress in this process. */
+  get firing(): boolean {
+    return this.#firing !== undefined;
+  }
+
+  /**
+   * Times out every due wait of every partition (a bucket job serves them all, so
+   * schedulers configured with different partitions still share bucket jobs), in
+   * bounded steps. One run at a time per process: a bucket job that comes while a
+   * run is going joins it, and the run takes one more pass for what became due since
+   * its last read, so concurrent bucket jobs do not fire the same waits twice over.
+   */
+  fireDue(): Promise<FireResult> {
+    if (this.#firing) {
+      this.#again = true;
+      return this.#firing;
+    }
+    const run = async () => {
+      const total = noFiring();
+      do {
+        this.#again = false;
+        addFiring(total, await this.#fireDuePass());
+      } while (this.#again);
+      return total;
+    };
+    this.#firing = run().finally(() => {
+      this.#firing = undefined;
+    });
+    return this.#firing;
+  }
+
+  /** Reads due waits (at most `batch` per partition, one pipelined read) and fires them in steps, until none is due. */
+  async #fireDuePass(): Promise<FireResult> {
+    const store = this.#store;
+    const all = store.keys.allPartitions();
+    const total = noFiring();
+    for (;;) {
+      const now = Date.now();
+      const results = await execBatch(
+        store.redis,
+        all.map((p) => {
+          const key = this.#res.store.keys.partition(p).deadlines;
+          return { key, add: (pl) => pl.zrangebyscore(key, "-inf", now, "LIMIT", 0, this.#o.batch) };
+        }),
+      );
+      const due: string[] = [];
+      let full = false;
+      for (const [err, ids] of results) {
+        if (err) throw err;
+        due.push(...(ids as string[]));
+        if ((ids as string[]).length === this.#o.batch) full = true;
+      }
+      if (due.length === 0) break;
+      const r = await this.#timeOut(due);
+      addFiring(total, r);
+      // a full batch that timed out may have more behind it (one that timed out none: retry jobs)
+      if (!full || r.timedOut === 0) break;
+    }
+    return total;
+  }
+
+  /** Times out the given waits of a partition (the sweeper's overdue ones), or its due waits. */
+  async firePartition(partition: number, ids?: string[]): Promise<{ timedOut: number; retry: number }> {
+    const store = this.#store;
+    const keys = store.keys.partition(partition);
+    const due = ids ?? (await store.redis.zrangebyscore(keys.deadlines, "-inf", Date.now(), "LIMIT", 0, this.#o.batch));
+    return due.length === 0 ? noFiring() : this.#timeOut(due);
+  }
+
+  /** `timeoutWait` for each wait, in steps of at most `step`; retry jobs for those the rule holds back. */
+  #timeOut(ids: string[]): Promise<FireResult> {
+    return fireInSteps(ids, {
+      store: this.#store,
+      metrics: this.#res.metrics,
+      step: this.#o.step,
+      pacer: this.#o.pacer,
+      retryMs: this.#o.retryMs,
+      retryAt: (later) => this.schedule(later),
+    });
+  }
+
+  /**
+   * One sweep over this process's partitions: bucket jobs for deadlines within the
+   * lookahead (one read per bucket, however many waits share it: deadlines.ts);
+   * waits overdue beyond the grace period (their job went missing) are marked
+   * `sweeper_rescheduled` and fired here, unless a bucket job is running (here or in
+   * another process): that job fires every due wait before it ends, so a long burst of
+   * timeouts is neither fired twice nor marked as missing its job; then retention.
+   */
+  async sweep(): Promise<{ scheduled: number; fired: number; expired: number }> {
+    const now = Date.now();
+    for (const [id, at] of this.#added) if (at < now - 60_000) this.#added.delete(id);
+    const store = this.#store;
+    // a bucket job running (here or in another process) fires every due wait before it ends
+    const jobRunning = this.firing || (await this.queue.getActiveCount()) > 0;
+    const { overdue, upcoming } = await scanDeadlines(store, this.#o.partitions, {
+      now,
+      graceMs: this.#o.graceMs,
+      lookaheadMs: this.#o.lookaheadMs,
+      bucketMs: this.#o.bucketMs,
+      overdueLimit: jobRunning ? 0 : this.#o.batch,
+      scanLimit: SCAN_LIMIT,
+      maxEntries: this.#o.batch * 5,
+    });
+    let fired = 0;
+    for (const [partition, ids] of overdue) {
+      this.#log.warn({ partition, count: ids.length }, "overdue waits without a timeout job: firing them");
+      await store.annotateMany(ids.map((waitId) => ({ waitId, what: "sweeper_rescheduled", detail: {}, once: true })));
+      fired += (await this.firePartition(partition, ids)).timedOut;
+    }
+    const scheduled = await this.schedule(upcoming);
+    const expired = await this.expire();
+    return { scheduled, fired, expired };
+  }
+
+  /**
+   * Retention: removes what has outlived its time (settled waits, buffered events,
+   * event and dedup records, refusals) in this process's partitions, in bounded
+   * steps: at most `expireRounds` pipelined rounds of 500 records per partition.
+   */
+  async expire(): Promise<number> {
+    let partitions = this.#o.partitions;
+    let expired = 0;
+    for (let round = 0; round < EXPIRE_ROUNDS && partitions.length > 0; round++) {
+      const results = await this.#res.store.expireMany(partitions, EXPIRE_BATCH);
+      expired += results.reduce((n, r) => n + r.handled, 0);
+      partitions = partitions.filter((_, i) => results[i]?.more);
+    }
+    return expired;
+  }
+}
