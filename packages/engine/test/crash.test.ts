@@ -9,7 +9,7 @@ const child = fileURLToPath(new URL("./fixtures/ingest-child.ts", import.meta.ur
 function runChild(args: string[], env: Record<string, string>) {
   return new Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>(
     (resolve) => {
-      const p = spawn(process.execPath, ["--import", "tsx", child, ...args], {
+      const p = spawn(process.execPath, ["--conditions=@rendezvous/source", "--import", "tsx", child, ...args], {
         env: { ...process.env, ...env },
         stdio: ["ignore", "pipe", "pipe"],
       });
