@@ -262,8 +262,6 @@ export async function main(): Promise<void> {
         ceiling: ceilingPerSec,
         scheduler: { bucketMs: 20, concurrency: 4, sweepIntervalMs: 1000, lookaheadMs: 5000 },
         admin,
-        variant: "package",
-        addChunk: 0,
       });
       step();
       return p;

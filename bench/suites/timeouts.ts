@@ -31,7 +31,6 @@ import {
   usedMemory,
   type Window,
 } from "../lib/redis.js";
-import { chunkAddBulk, SharedBucketScheduler } from "../lib/scheduler-variants.js";
 import {
   correlationIds,
   EVENT_TYPE,
@@ -116,31 +115,23 @@ export async function precision(
     scheduler: SchedulerOptions;
     /** a plain connection for INFO */
     admin: Redis;
-    /** "shared-bucket": one bucket job per time bucket for all partitions (a proposal) */
-    variant: string;
-    /** split the sweeper's addBulk into pipelines of at most this many jobs (0 = as is) */
-    addChunk: number;
   },
 ) {
   const res = resources(url, "tp", opts.partitions);
-  const scheduler =
-    opts.variant === "shared-bucket"
-      ? new SharedBucketScheduler(res, opts.scheduler)
-      : new Scheduler(res, opts.scheduler);
+  const scheduler = new Scheduler(res, opts.scheduler);
   const stages = new Stages();
   stages.wrap("sweep (every 1 s: read 5 s ahead, add bucket jobs)", scheduler, "sweep");
   stages.wrap("queue.addBulk (bucket jobs, 1 pipeline per call)", scheduler.queue, "addBulk");
-  stages.wrap("firePartition (a bucket job's work)", scheduler, "firePartition");
-  if (opts.addChunk > 0) chunkAddBulk(scheduler.queue as never, opts.addChunk);
+  stages.wrap("fireDue (a bucket job's work)", scheduler, "fireDue");
   const loopDelay = monitorEventLoopDelay({ resolution: 5 });
-  // where a bucket job's time goes: its id names its due time (t.<partition>.<at>);
+  // where a bucket job's time goes: its id names its due time (t.<at>);
   // the queue's event stream ids are the Redis times of promotion, start and end
   const jobStages = { promoted: [] as number[], active: [] as number[], completed: [] as number[] };
   const events = new QueueEvents(TIMEOUT_QUEUE, {
     connection: res.connect("bench-events", { blocking: true }),
     prefix: res.prefix,
   });
-  const dueOf = (jobId: string) => Number(jobId.split(".")[2]);
+  const dueOf = (jobId: string) => Number(jobId.split(".")[1]);
   const at = (streamId: string) => Number(streamId.split("-")[0]);
   events.on("waiting", ({ jobId, prev }, id) => {
     if (prev === "delayed") jobStages.promoted.push(at(id) - dueOf(jobId));
@@ -162,7 +153,7 @@ export async function precision(
     () => ({ timeoutMs: Math.round(lo + Math.random() * (hi - lo)) }),
     async (w) => {
       // as the register path does: schedule right after registering (no-op beyond the lookahead)
-      const added = await scheduler.schedule([{ partition: w.partition, deadline: w.deadline }]);
+      const added = await scheduler.schedule([{ deadline: w.deadline }]);
       scheduled += added;
     },
   );
@@ -332,10 +323,9 @@ export async function memoryCase(
         ? () => ({ deadline: new Date(windowStart + Math.floor(Math.random() * 1000)).toISOString() })
         : () => ({ timeoutMs: Math.round(3000 + Math.random() * 1000) });
   const reg = await registerWaits(res, opts.waits, opts.inFlight, when, async (w) => {
-    if (mode !== "dense") await scheduler.schedule([{ partition: w.partition, deadline: w.deadline }]);
+    if (mode !== "dense") await scheduler.schedule([{ deadline: w.deadline }]);
   });
-  if (mode === "dense")
-    await scheduler.schedule(reg.waits.map((w) => ({ partition: w.partition, deadline: w.deadline })));
+  if (mode === "dense") await scheduler.schedule(reg.waits.map((w) => ({ deadline: w.deadline })));
   if (mode === "far") await scheduler.sweep(); // what the sweeper would add for them: nothing, beyond the lookahead
   const pending = await pendingDeadlines(res);
   if (pending !== opts.waits) throw new Error(`memory ${label}: ${pending} pending, expected ${opts.waits}`);
@@ -394,9 +384,6 @@ export async function main(): Promise<void> {
     lookaheadMs: args.number("lookahead-ms", 5000),
   };
   const skipMemory = args.flag("skip-memory");
-  const variant = args.string("variant", "package");
-  const addChunk = args.number("add-chunk", 0);
-  if (!["package", "shared-bucket"].includes(variant)) throw new Error("--variant package | shared-bucket");
 
   const server = await startBenchRedis(quick ? 120_000 : 20 * 60_000);
   const { Redis } = await import("ioredis");
@@ -418,13 +405,11 @@ export async function main(): Promise<void> {
       ceiling: ceiling.callsPerSec,
       scheduler: schedulerOptions,
       admin,
-      variant,
-      addChunk,
     });
     const so = schedulerOptions;
 
     printTable(
-      `Timeout precision: ${waits} waits, timeouts uniform over ${lo / 1000}–${hi / 1000} s, one scheduler (bucket ${so.bucketMs} ms, sweep ${so.sweepIntervalMs} ms, lookahead ${so.lookaheadMs} ms, concurrency ${so.concurrency}${variant === "package" ? "" : `, variant ${variant}`}${addChunk > 0 ? `, addBulk chunks of ${addChunk}` : ""})`,
+      `Timeout precision: ${waits} waits, timeouts uniform over ${lo / 1000}–${hi / 1000} s, one scheduler (bucket ${so.bucketMs} ms, sweep ${so.sweepIntervalMs} ms, lookahead ${so.lookaheadMs} ms, concurrency ${so.concurrency})`,
       ["", "p50", "p90", "p99", "max", "min"],
       [
         [

@@ -6,7 +6,7 @@
  */
 import type { WaitSpec } from "./wire.js";
 
-/** The event type, by its API name; `event` is the older name, still accepted. */
+/** The event type, by its API name; `event` is a deprecated alias, accepted as well. */
 export type EventTypeField =
   | { eventType: string; event?: undefined }
   | {

@@ -3,7 +3,7 @@
  * The server derives the same shapes from its zod schemas (`@rendezvous/protocol`); the
  * client keeps its own copy so that its published types need no other package (no
  * zod, no engine). `test/wire-types.test.ts` checks both ways that each type here
- * equals core's, so `npm run typecheck` fails the moment they drift.
+ * equals the protocol's, so `npm run typecheck` fails the moment they drift.
  */
 
 /** A JSON object as sent or stored (`payload`, `metadata`). */

@@ -61,7 +61,7 @@ export function query(params: Record<string, string | number | undefined | null>
 
 // ---------------------------------------------------------------- shapes (docs/api.md)
 
-// The API's own types, from core (type-only: nothing of core reaches the bundle).
+// The API's own types, from the protocol and engine packages (type-only: nothing of them reaches the bundle).
 export type { EventRecord, EventRef, NearMiss, RecentRejection, Rejection, Wait, WaitState };
 
 export interface Explanation {

@@ -41,8 +41,8 @@ export interface AppDeps {
   running: () => boolean;
   /** serve the API (producer + host routes, Bull Board, OpenAPI) @defaultValue true */
   api?: boolean;
-  /** schedules a new wait's timeout job */
-  scheduleTimeout?: (partition: number, deadlineMs: number) => Promise<unknown>;
+  /** makes sure a timeout bucket job will fire at a new wait's deadline (`TimeoutPlanner.plan`) */
+  scheduleTimeout?: (deadlineMs: number) => Promise<unknown>;
   /** BullMQ queue names shown in Bull Board */
   queueNames?: string[];
   /** connection-level limits @defaultValue DEFAULT_HTTP_LIMITS */

@@ -34,8 +34,8 @@ import { MAX_JSON_DEPTH, nestedDeeperThan } from "./limits.js";
 export interface HostRoutesOptions {
   res: Resources;
   credentials: CredentialIndex;
-  /** schedules the timeout job of a newly registered wait (the scheduler's `schedule`) */
-  scheduleTimeout?: (partition: number, deadlineMs: number) => Promise<unknown>;
+  /** makes sure a timeout bucket job will fire at a newly registered wait's deadline (`TimeoutPlanner.plan`) */
+  scheduleTimeout?: (deadlineMs: number) => Promise<unknown>;
 }
 
 const WaitId = z.object({ id: z.string().max(200) });
@@ -148,10 +148,7 @@ export const hostRoutes: FastifyPluginAsyncZod<HostRoutesOptions> = async (app, 
       if (created && wait.state === "waiting" && wait.deadline && opts.scheduleTimeout) {
         // The queue's connection is a blocking one (no command timeout of its own): bound it
         // here. A job not added is re-created by the scheduler's sweep of the deadlines.
-        await withinCommandTimeout(
-          res.commandTimeoutMs,
-          opts.scheduleTimeout(store.keys.waitPartition(wait.id) as number, Date.parse(wait.deadline)),
-        );
+        await withinCommandTimeout(res.commandTimeoutMs, opts.scheduleTimeout(Date.parse(wait.deadline)));
       }
       return reply.code(created ? 201 : 200).send({ wait });
     },

@@ -16,7 +16,7 @@ import {
 } from "@rendezvous/engine";
 import { buildApp, defaultPerAddress, defaultPerClient } from "@rendezvous/http";
 import { continuationQueues } from "@rendezvous/protocol";
-import { Scheduler, TIMEOUT_QUEUE, WEBHOOK_QUEUE } from "@rendezvous/workers";
+import { TIMEOUT_QUEUE, TimeoutPlanner, WEBHOOK_QUEUE } from "@rendezvous/workers";
 import { type DataDirLock, lockDataDir } from "./data-dir-lock.js";
 import { describeDevConfig, ensureDevConfig } from "./dev-config.js";
 import { type EmbeddedRedis, startEmbeddedRedis } from "./embedded-redis.js";
@@ -106,15 +106,15 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
     const workerRoles: WorkerRole[] = kind === "start" ? [...WORKER_ROLES] : kind === "api" ? [] : [kind];
     const roles = await startRoles(res, workerRoles);
     started = roles;
-    // the API schedules timeout jobs of new waits; without a local scheduler role it uses a queue-only one
-    const planner = roles.scheduler ?? (serveApi ? new Scheduler(res) : undefined);
+    // the API plans the timeout bucket jobs of new waits: with the local scheduler's planner, or one of its own
+    const planner = roles.scheduler?.planner ?? (serveApi ? new TimeoutPlanner(res) : undefined);
     const names = serveApi ? ["api", ...workerRoles] : [...workerRoles];
     const app = await buildApp({
       res,
       roles: names,
       running: () => roles.running(),
       api: serveApi,
-      scheduleTimeout: planner ? (partition, deadline) => planner.schedule([{ partition, deadline }]) : undefined,
+      scheduleTimeout: planner ? (deadline) => planner.plan([{ deadline }]) : undefined,
       queueNames: [TIMEOUT_QUEUE, WEBHOOK_QUEUE, ...continuationQueues(config.tenants)],
       limits: {
         maxConnections: env.RENDEZVOUS_MAX_CONNECTIONS,
@@ -149,7 +149,7 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
           log.info({ signal }, "draining");
           await app.close(); // no new requests; in-flight ones finish
           await roles.stop();
-          if (planner && planner !== roles.scheduler) await planner.stop();
+          if (planner && planner !== roles.scheduler?.planner) await planner.close();
           await res.close();
           await cleanUp();
           log.info("stopped");

@@ -24,8 +24,7 @@ describe("Bull Board on a Redis Cluster", () => {
       res,
       roles: ["api"],
       running: () => roles.running(),
-      scheduleTimeout: (partition, deadline) =>
-        roles.scheduler?.schedule([{ partition, deadline }]) ?? Promise.resolve(),
+      scheduleTimeout: (deadline) => roles.scheduler?.schedule([{ deadline }]) ?? Promise.resolve(),
       queueNames: ["timeouts", "webhooks", "continuations.acme"],
     });
     trackOpen({
@@ -42,9 +41,7 @@ describe("Bull Board on a Redis Cluster", () => {
       correlationId: "c",
       timeoutMs: 100,
     });
-    await roles.scheduler?.schedule([
-      { partition: res.store.keys.waitPartition(wait.id) as number, deadline: Date.parse(wait.deadline ?? "") },
-    ]);
+    await roles.scheduler?.schedule([{ deadline: Date.parse(wait.deadline ?? "") }]);
     const until = Date.now() + 10_000;
     while ((await res.store.getWait("acme", wait.id))?.history.every((h) => h.what !== "continuation_dispatched")) {
       if (Date.now() > until) throw new Error("no continuation");

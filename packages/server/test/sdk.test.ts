@@ -26,7 +26,7 @@ async function server() {
     res,
     roles: ["api"],
     running: () => roles.running(),
-    scheduleTimeout: (partition, deadline) => roles.scheduler?.schedule([{ partition, deadline }]) ?? Promise.resolve(),
+    scheduleTimeout: (deadline) => roles.scheduler?.schedule([{ deadline }]) ?? Promise.resolve(),
   });
   const url = await app.listen({ host: "127.0.0.1", port: 0 });
   trackOpen({

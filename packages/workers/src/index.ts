@@ -8,4 +8,6 @@ export {
 } from "./dispatcher.js";
 export { type FireResult, lateness } from "./firing.js";
 export { Matcher, type MatcherOptions } from "./matcher.js";
-export { Scheduler, type SchedulerOptions, TIMEOUT_QUEUE } from "./scheduler.js";
+export { type BucketJob, type PlannerOptions, TIMEOUT_QUEUE, TimeoutPlanner } from "./planner.js";
+export { expireOutlived } from "./retention.js";
+export { Scheduler, type SchedulerOptions } from "./scheduler.js";

@@ -10,14 +10,15 @@
  * Many waits may share one deadline (one bucket): they are fired in bounded steps
  * (`firing.ts`) on a connection of the scheduler's own, one run at a time per
  * process, so a burst of timeouts does not starve the API or other clients.
+ * Bucket jobs are added by a `TimeoutPlanner` (planner.ts); retention runs at the end
+ * of each sweep (retention.ts).
  */
 import { execBatch, Pacer, type Resources, type Store } from "@rendezvous/engine";
-import { type Job, Queue, Worker } from "bullmq";
+import { type Job, type Queue, Worker } from "bullmq";
 import { scanDeadlines } from "./deadlines.js";
 import { addFiring, type FireResult, fireInSteps, noFiring } from "./firing.js";
-
-/** Queue of timeout bucket jobs. */
-export const TIMEOUT_QUEUE = "timeouts";
+import { type BucketJob, TIMEOUT_QUEUE, TimeoutPlanner } from "./planner.js";
+import { expireOutlived } from "./retention.js";
 
 export interface SchedulerOptions {
   /** bucket width: a timeout fires at most this late plus processing @defaultValue 20 */
@@ -53,30 +54,18 @@ export interface SchedulerOptions {
   partitions?: number[];
 }
 
-interface BucketJob {
-  /** bucket end, ms */
-  at: number;
-}
-
-/** Records removed per partition per expiry call, and calls per sweep. */
-const EXPIRE_BATCH = 500;
-const EXPIRE_ROUNDS = 4;
-
-/** Most jobs per MULTI when adding bucket jobs: a long MULTI stalls every client. */
-const ADD_CHUNK = 50;
-
 /** Deadline entries per partition per read of the sweeper's upcoming scan (deadlines.ts). */
 const SCAN_LIMIT = 200;
 
 export class Scheduler {
   readonly #res: Resources;
   readonly #o: Required<Omit<SchedulerOptions, "restRatio">>;
+  /** adds the bucket jobs; the API process of `start` plans new waits' deadlines with it too */
+  readonly planner: TimeoutPlanner;
   readonly queue: Queue<BucketJob>;
   #worker: Worker<BucketJob> | undefined;
   #sweepTimer: NodeJS.Timeout | undefined;
   #sweeping: Promise<unknown> | undefined;
-  /** bucket job ids this process added, by bucket end (forgotten once past) */
-  readonly #added = new Map<string, number>();
   readonly #log;
   /** the Store on the scheduler's own connection, opened when first needed */
   #timeoutStore: Store | undefined;
@@ -99,43 +88,13 @@ export class Scheduler {
       partitions: opts.partitions ?? res.store.keys.allPartitions(),
     };
     this.#log = res.logger.child({ system: "scheduler" });
-    this.queue = new Queue<BucketJob>(TIMEOUT_QUEUE, {
-      connection: res.connect("scheduler-queue", { blocking: true }),
-      prefix: res.queuePrefix,
-    });
-    // connection trouble (Redis restart, cluster failover) is retried by the client; log, don't crash
-    this.queue.on("error", (err) => this.#log.warn({ err }, "timeout queue connection error"));
+    this.planner = new TimeoutPlanner(res, { bucketMs: this.#o.bucketMs, lookaheadMs: this.#o.lookaheadMs });
+    this.queue = this.planner.queue;
   }
 
-  /**
-   * Makes sure a bucket job will fire for each deadline (idempotent; the register
-   * path calls it right after registering). One job per time bucket serves every
-   * partition, so jobs/s is bounded by 1000 / bucketMs whatever the partition count.
-   * Deadlines beyond the lookahead are left to the sweeper, so far deadlines cost no
-   * job until they come near. Jobs are added in small MULTIs so none holds Redis long.
-   */
-  async schedule(deadlines: Array<{ partition?: number; deadline: number }>): Promise<number> {
-    const now = Date.now();
-    const jobs = new Map<string, BucketJob>();
-    for (const { deadline } of deadlines) {
-      if (deadline > now + this.#o.lookaheadMs) continue;
-      const at = Math.ceil(deadline / this.#o.bucketMs) * this.#o.bucketMs;
-      const id = `t.${at}`;
-      if (!this.#added.has(id)) jobs.set(id, { at });
-    }
-    if (jobs.size === 0) return 0;
-    const list = [...jobs];
-    for (let i = 0; i < list.length; i += ADD_CHUNK) {
-      await this.queue.addBulk(
-        list.slice(i, i + ADD_CHUNK).map(([id, data]) => ({
-          name: "bucket",
-          data,
-          opts: { jobId: id, delay: Math.max(0, data.at - now), removeOnComplete: true, removeOnFail: 1000 },
-        })),
-      );
-    }
-    for (const [id, data] of jobs) this.#added.set(id, data.at);
-    return jobs.size;
+  /** Makes sure a bucket job will fire for each deadline (`TimeoutPlanner.plan`); how many jobs it added. */
+  schedule(deadlines: ReadonlyArray<{ deadline: number }>): Promise<number> {
+    return this.planner.plan(deadlines);
   }
 
   async start(): Promise<void> {
@@ -166,11 +125,11 @@ export class Scheduler {
     this.#sweepTimer = undefined;
     await this.#sweeping;
     await this.#worker?.close();
-    await this.queue.close();
+    await this.planner.close();
   }
 
   async #fire(job: Job<BucketJob>): Promise<void> {
-    this.#added.delete(job.id ?? "");
+    this.planner.fired(job.id ?? "");
     await this.fireDue();
   }
 
@@ -271,7 +230,7 @@ export class Scheduler {
    */
   async sweep(): Promise<{ scheduled: number; fired: number; expired: number }> {
     const now = Date.now();
-    for (const [id, at] of this.#added) if (at < now - 60_000) this.#added.delete(id);
+    this.planner.forgetPast(now);
     const store = this.#store;
     // a bucket job running (here or in another process) fires every due wait before it ends
     const jobRunning = this.firing || (await this.queue.getActiveCount()) > 0;
@@ -295,19 +254,8 @@ export class Scheduler {
     return { scheduled, fired, expired };
   }
 
-  /**
-   * Retention: removes what has outlived its time (settled waits, buffered events,
-   * event and dedup records, refusals) in this process's partitions, in bounded
-   * steps: at most `expireRounds` pipelined rounds of 500 records per partition.
-   */
-  async expire(): Promise<number> {
-    let partitions = this.#o.partitions;
-    let expired = 0;
-    for (let round = 0; round < EXPIRE_ROUNDS && partitions.length > 0; round++) {
-      const results = await this.#res.store.expireMany(partitions, EXPIRE_BATCH);
-      expired += results.reduce((n, r) => n + r.handled, 0);
-      partitions = partitions.filter((_, i) => results[i]?.more);
-    }
-    return expired;
+  /** Retention over this process's partitions (retention.ts); how many records it removed. */
+  expire(): Promise<number> {
+    return expireOutlived(this.#res.store, this.#o.partitions);
   }
 }

@@ -49,7 +49,7 @@ describe("scheduler", () => {
     try {
       const { wait } = await res.store.register("acme", spec("run-1", "job-1", 300));
       const p = res.store.keys.waitPartition(wait.id) as number;
-      await scheduler.schedule([{ partition: p, deadline: Date.parse(wait.deadline ?? "") }]);
+      await scheduler.schedule([{ deadline: Date.parse(wait.deadline ?? "") }]);
       // accepted on time; no matcher runs
       const [accepted] = await res.store.ingest("acme", "svc", [
         { id: "e1", type: "job.done", correlationId: "job-1" },

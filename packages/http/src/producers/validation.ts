@@ -1,6 +1,6 @@
 /**
  * Event validation, before anything is written: the raw body is strict UTF-8 JSON,
- * an event holds no prototype-poisoning keys, the envelope is core's zod `EventInput`, the
+ * an event holds no prototype-poisoning keys, the envelope is the protocol's zod `EventInput`, the
  * type is one the producer may send, and the payload satisfies its type's JSON
  * Schema (compiled once with ajv). Every refusal is a RendezvousError whose
  * `issues` (`{path, message}`) say what to change.
