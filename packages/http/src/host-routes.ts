@@ -10,6 +10,7 @@ import {
   explainWait,
   type ListLease,
   listWaits,
+  parseWaitId,
   type Resources,
   withinCommandTimeout,
 } from "@rendezvous/engine";
@@ -150,7 +151,7 @@ export const hostRoutes: FastifyPluginAsyncZod<HostRoutesOptions> = async (app, 
         // here. A job not added is re-created by the scheduler's sweep of the deadlines.
         await withinCommandTimeout(
           res.commandTimeoutMs,
-          opts.scheduleTimeout(store.keys.waitPartition(wait.id) as number, Date.parse(wait.deadline)),
+          opts.scheduleTimeout(parseWaitId(wait.id)?.partition as number, Date.parse(wait.deadline)),
         );
       }
       return reply.code(created ? 201 : 200).send({ wait });
