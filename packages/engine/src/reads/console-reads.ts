@@ -1,8 +1,9 @@
 /**
- * Read-only views the operator console needs beyond the listing and `explain`: wait counts per
- * tenant from the index sizes (ZLEXCOUNT, never loading a wait), a listing that walks
- * several tenants with one cursor, overdue waits, and the recent refusals. Nothing
- * here changes state, and nothing walks the keyspace.
+ * Read-only views the operator console and the metrics need beyond the listing and
+ * `explain`: wait counts per tenant and in all from the index sizes (ZLEXCOUNT, ZCARD,
+ * never loading a wait), a listing that walks several tenants with one cursor, overdue
+ * waits, and the recent refusals. Nothing here changes state, and nothing walks the
+ * keyspace.
  */
 import type { ChainableCommander } from "ioredis";
 import { type BatchCommand, execBatch } from "../batch.js";

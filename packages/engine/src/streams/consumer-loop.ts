@@ -1,8 +1,9 @@
 /**
  * A consumer-group loop over one feed of the partitions: the event streams (group
- * `matchers`) or the outboxes (group `dispatchers`); the roles get their entries
- * decoded (formats/stream-entries.ts) and never name a partition key. On a single Redis one blocking
- * connection serves every partition with one XREADGROUP; on a Redis Cluster a
+ * `matchers`) or the outboxes (group `dispatchers`). The roles get their entries
+ * decoded (formats/stream-entries.ts) and never name a partition key.
+ *
+ * On a single Redis one blocking connection serves every partition with one XREADGROUP; on a Redis Cluster a
  * multi-stream read would span slots, so each partition stream gets its own reader
  * (one blocking connection and one XREADGROUP per partition). Stale entries of dead
  * consumers are claimed with XAUTOCLAIM after `claimIdleMs`; streams are trimmed
