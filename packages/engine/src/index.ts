@@ -10,33 +10,40 @@ export {
   retentionFor,
   TenantConfig,
 } from "./config.js";
-export {
-  countWaits,
-  listWaitsOfTenants,
-  overdueWaits,
-  type RecentRejection,
-  recentRejections,
-  type TenantWaitCounts,
-} from "./console-reads.js";
 export { canonicalJson, decodeParts, digest, encodeParts, fnv1a32, splitEncodings } from "./encoding.js";
 export { FAILPOINTS, type FailpointName, failpoint, parseFailpoints } from "./failpoints.js";
-export { luaScripts, type ScriptName } from "./generated/lua.js";
+export { type ConsumerGroupInfo, findGroup } from "./formats/consumer-groups.js";
+export { type InboxMember, parseInboxMember } from "./formats/inbox-members.js";
 export {
-  ensurePartitionCount,
-  explainWait,
-  listWaits,
-  nearMisses,
-  type PartitionBacklog,
-  partitionBacklog,
-  storedPartitionCount,
-  type WaitFilter,
-  type WaitPage,
-} from "./inspect.js";
+  parseRunMember,
+  parseWaitId,
+  waitIdOf,
+  waitIdOfIndexMember,
+  waitIdOfRunMember,
+  waitIdPrefix,
+} from "./formats/index-members.js";
+export {
+  type EventEntry,
+  eventsOfEntry,
+  type ResolutionEntry,
+  resolutionOfEntry,
+  type StreamEntry,
+  type StreamEvent,
+} from "./formats/stream-entries.js";
+export { luaScripts, type ScriptName } from "./generated/lua.js";
+export { explainWait } from "./inspect.js";
 export { DISPATCHER_GROUP, KeyLayout, MATCHER_GROUP, type PartitionKeys } from "./keys.js";
 export { ListGate, ListLease } from "./list-gate.js";
 export { createLogger, type Logger, REDACT_PATHS } from "./logger.js";
 export { createMetrics, type Metrics } from "./metrics.js";
 export { MAX_REST_MS, Pacer } from "./pacer.js";
+export type { PartitionBacklog } from "./reads/backlog.js";
+export { listWaitsOfTenants, type RecentRejection, type TenantWaitCounts } from "./reads/console-reads.js";
+export type { DeadlineScan, ScanOptions } from "./reads/deadlines.js";
+export { listWaits, type WaitFilter, type WaitPage } from "./reads/list-waits.js";
+export { ensurePartitionCount } from "./reads/meta.js";
+export { PartitionReader } from "./reads/partition-reader.js";
+export type { ReaderSource } from "./reads/source.js";
 export { iso, toEventRecord, toWait } from "./records.js";
 export {
   COMMAND_TIMED_OUT,
@@ -75,3 +82,10 @@ export {
   type StoreOptions,
   type TimeoutResult,
 } from "./store.js";
+export {
+  ConsumerLoop,
+  type ConsumerLoopOptions,
+  EVENT_FEED,
+  type Feed,
+  RESOLUTION_FEED,
+} from "./streams/consumer-loop.js";

@@ -1,12 +1,12 @@
-import { hash } from "node:crypto";
-import { digest, encodeParts, fnv1a32 } from "./encoding.js";
+import { encodeParts, fnv1a32 } from "./encoding.js";
+import * as members from "./formats/index-members.js";
 
 /** Every Redis key of one partition; all share the hash tag `{<prefix>:p<N>}`. */
 export interface PartitionKeys {
   readonly partition: number;
   /** the hash tag shared by every key below */
   readonly tag: string;
-  /** stream of accepted events (entry field k = event key) */
+  /** stream of accepted events (entry fields: formats/stream-entries.ts) */
   readonly stream: string;
   /** stream of resolutions waiting to be dispatched as continuations */
   readonly outbox: string;
@@ -38,25 +38,7 @@ export const MATCHER_GROUP = "matchers";
 /** Consumer group of the dispatchers on each partition outbox. */
 export const DISPATCHER_GROUP = "dispatchers";
 
-const WAIT_ID = /^w(\d{1,5})\.([A-Za-z0-9_-]{16})$/;
-
-const TAG = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-/** 24 bits of SHA-1 as 4 base64url characters (the same as digest4 in lua/includes/common.lua). */
-export function digest4(value: string): string {
-  const n = Number.parseInt(hash("sha1", value, "hex").slice(0, 6), 16);
-  return tagPartition(n >> 6) + (TAG[n & 63] as string);
-}
-
-/** A partition (< 2^18) as 3 base64url characters: the fixed-width tag in run-index members. */
-export function tagPartition(p: number): string {
-  return (TAG[(p >> 12) & 63] as string) + (TAG[(p >> 6) & 63] as string) + (TAG[p & 63] as string);
-}
-
-/** Inverse of {@link tagPartition}. */
-export function untagPartition(tag: string): number {
-  return (TAG.indexOf(tag[0] ?? "") << 12) | (TAG.indexOf(tag[1] ?? "") << 6) | TAG.indexOf(tag[2] ?? "");
-}
+export { digest4, tagPartition, untagPartition } from "./formats/index-members.js";
 
 /**
  * The one owner of every key name. Partition of a match key, a run key or an
@@ -140,26 +122,16 @@ export class KeyLayout {
     return this.place(this.eventKey(tenant, producer, eventId));
   }
 
-  /**
-   * Digest of a run (tenant, runId): the prefix of its run-index members (4 chars). Short:
-   * it only narrows a listing by run, which checks each wait's run id.
-   */
+  // The member layouts of the indexes are formats/index-members.ts'; these name them for the Store.
+
+  /** The run digest of (tenant, runId): see {@link members.runDigest}. */
   runDigest(tenant: string, runId: string): string {
-    return digest(encodeParts(tenant, runId), 4);
+    return members.runDigest(tenant, runId);
   }
 
-  /** Digest of a run position (tenant, runId, position): the body of its wait id (16 chars). */
-  positionDigest(tenant: string, runId: string, position: string): string {
-    return digest(encodeParts(tenant, runId, position), 16);
-  }
-
-  /**
-   * A run position's key in the run index: run digest + position digest, 20 chars.
-   * Fixed length, so a lexical range over it selects exactly one run position, and a
-   * range over the run digest lists the positions of one run.
-   */
+  /** A run position's key in the run index: see {@link members.runPosition}. */
   runPosition(tenant: string, runId: string, position: string): string {
-    return this.runDigest(tenant, runId) + this.positionDigest(tenant, runId, position);
+    return members.runPosition(tenant, runId, position);
   }
 
   /** The run index of a run lives in the partition of (tenant, runId). */
@@ -167,44 +139,24 @@ export class KeyLayout {
     return this.place(encodeParts(tenant, runId));
   }
 
-  /**
-   * The index key of a tenant, (tenant, type) or match key in the wait indexes: 4, 8 or
-   * 12 characters (4-character digests of each level; see indexKey in
-   * lua/includes/common.lua, which computes the same from an encoded match key).
-   */
+  /** The index key of a tenant, (tenant, type) or match key: see {@link members.indexKey}. */
   indexKey(tenant: string, eventType?: string, correlationId?: string): string {
-    let ik = digest4(encodeParts(tenant));
-    if (eventType === undefined) return ik;
-    ik += digest4(encodeParts(tenant, eventType));
-    if (correlationId === undefined) return ik;
-    return ik + digest4(encodeParts(tenant, eventType, correlationId));
-  }
-
-  /** What the wait ids of a partition start with ("w<partition>."). */
-  waitIdPrefix(partition: number): string {
-    return `w${partition}.`;
-  }
-
-  /** The wait id a wait-index member of `partition` names. */
-  waitIdOfIndexMember(partition: number, member: string): string {
-    return this.waitIdPrefix(partition) + member.slice(12);
+    return members.indexKey(tenant, eventType, correlationId);
   }
 
   /** The wait id of a run position whose match key lies in `partition`. */
   waitId(tenant: string, runId: string, position: string, partition: number): string {
-    return `w${partition}.${this.positionDigest(tenant, runId, position)}`;
+    return members.waitIdOf(partition, members.positionDigest(tenant, runId, position));
   }
 
   /** The wait id a run-index member (or a run position + partition tag) names. */
   waitIdOfRunMember(member: string): string {
-    return `w${untagPartition(member.slice(20, 23))}.${member.slice(4, 20)}`;
+    return members.waitIdOfRunMember(member);
   }
 
   /** The partition a wait id names, or null for an id that is malformed or out of range. */
   waitPartition(waitId: string): number | null {
-    const m = WAIT_ID.exec(waitId);
-    if (!m) return null;
-    const p = Number(m[1]);
-    return p < this.partitions ? p : null;
+    const p = members.parseWaitId(waitId)?.partition;
+    return p !== undefined && p < this.partitions ? p : null;
   }
 }

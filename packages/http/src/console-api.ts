@@ -6,14 +6,7 @@
  * names answer 404).
  */
 
-import {
-  countWaits,
-  listWaitsOfTenants,
-  overdueWaits,
-  partitionBacklog,
-  type Resources,
-  recentRejections,
-} from "@rendezvous/engine";
+import { listWaitsOfTenants, PartitionReader, type Resources } from "@rendezvous/engine";
 import {
   continuationQueueOf,
   errorResponses,
@@ -78,6 +71,7 @@ function row(w: Wait): z.infer<typeof WaitRow> {
 export const consoleApi: FastifyPluginAsyncZod<ConsoleApiOptions> = async (app, opts) => {
   const { res, credentials, sampler } = opts;
   const store = res.store;
+  const reader = new PartitionReader(store);
   const tenants = Object.keys(res.config.tenants).sort();
 
   const connection = res.connect("console");
@@ -181,9 +175,9 @@ export const consoleApi: FastifyPluginAsyncZod<ConsoleApiOptions> = async (app, 
       // A host key sees its own tenant's figures only: what is shared by every tenant
       // (partition backlog, overdue waits, refusals by reason) is the admin's.
       const [counts, backlog, overdue, samples] = await Promise.all([
-        countWaits(store, shown),
-        admin ? partitionBacklog(store, store.keys.allPartitions()) : Promise.resolve(null),
-        admin ? overdueWaits(store) : Promise.resolve(null),
+        reader.countWaits(shown),
+        admin ? reader.backlog() : Promise.resolve(null),
+        admin ? reader.overdueCount() : Promise.resolve(null),
         sampler.read(),
       ]);
       const last = samples[samples.length - 1];
@@ -323,7 +317,7 @@ export const consoleApi: FastifyPluginAsyncZod<ConsoleApiOptions> = async (app, 
       const shown = visible(id, request.query.tenant);
       const all = id.kind === "admin" && request.query.tenant === undefined;
       return {
-        rejections: await recentRejections(store, all ? null : (shown[0] as string), { limit: request.query.limit }),
+        rejections: await reader.recentRejections(all ? null : (shown[0] as string), { limit: request.query.limit }),
       };
     },
   );

@@ -3,7 +3,7 @@
  * takes writes, roles running), /metrics (Prometheus). No credentials.
  */
 
-import { execBatch, partitionBacklog, type Resources } from "@rendezvous/engine";
+import { PartitionReader, type Resources } from "@rendezvous/engine";
 import { errorResponses, RendezvousError } from "@rendezvous/protocol";
 import type { FastifyInstance } from "fastify";
 import { Gauge } from "prom-client";
@@ -30,7 +30,7 @@ export function installStateGauges(res: Resources): void {
   const registry = res.metrics.registry;
   if (installed.has(registry)) return;
   installed.add(registry);
-  const partitions = res.store.keys.allPartitions();
+  const reader = new PartitionReader(res.store);
   new Gauge({
     name: "rendezvous_waits",
     help: "Waits by state: waiting, or settled and still retained",
@@ -38,22 +38,7 @@ export function installStateGauges(res: Resources): void {
     registers: [registry],
     async collect() {
       if (!connected(res)) return; // keep the last values rather than hang the scrape
-      const results = await execBatch(
-        res.redis,
-        partitions.flatMap((p) => {
-          const k = res.store.keys.partition(p);
-          return [
-            { key: k.waiting, add: (pl) => pl.zcard(k.waiting) },
-            { key: k.done, add: (pl) => pl.zcard(k.done) },
-          ];
-        }),
-      );
-      let waiting = 0;
-      let settled = 0;
-      results.forEach(([, n], i) => {
-        if (i % 2 === 0) waiting += Number(n ?? 0);
-        else settled += Number(n ?? 0);
-      });
+      const { waiting, settled } = await reader.waitTotals();
       this.set({ state: "waiting" }, waiting);
       this.set({ state: "settled" }, settled);
     },
@@ -67,7 +52,7 @@ export function installStateGauges(res: Resources): void {
     registers: [registry],
     async collect() {
       if (!connected(res)) return; // keep the last values rather than hang the scrape
-      for (const b of await partitionBacklog(res.store, partitions)) {
+      for (const b of await reader.backlog()) {
         const partition = String(b.partition);
         this.set({ partition }, Math.max(0, b.undelivered) + b.pending);
         oldestAge.set({ partition }, (b.oldestUnprocessedAgeMs ?? 0) / 1000);

@@ -11,7 +11,7 @@
  * maxmemory). The result is kept for `ttlMs`, so frequent /readyz polls cost at most one
  * write per TTL, and concurrent polls share one probe.
  */
-import { type Resources, withinCommandTimeout } from "@rendezvous/engine";
+import { PartitionReader, type Resources, withinCommandTimeout } from "@rendezvous/engine";
 import { type RedisTrouble, redisTrouble } from "./index.js";
 
 export type Readiness = { ok: true } | { ok: false; reason: RedisTrouble };
@@ -58,7 +58,8 @@ export class RedisReadiness {
   }
 
   async #probe(): Promise<Readiness> {
-    const write = this.#res.redis.set(this.#res.store.keys.readyProbeKey, String(this.#now()), "PX", PROBE_KEY_TTL_MS);
+    const reader = new PartitionReader({ redis: this.#res.redis, keys: this.#res.store.keys });
+    const write = reader.writeReadyProbe(String(this.#now()), PROBE_KEY_TTL_MS);
     return withinCommandTimeout(this.#timeoutMs, write).then(
       (): Readiness => ({ ok: true }),
       (err: unknown): Readiness => ({ ok: false, reason: redisTrouble(err) ?? "redis_down" }),

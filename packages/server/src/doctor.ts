@@ -5,7 +5,7 @@
  */
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { type Config, createRedis, isCluster, KeyLayout, Store, storedPartitionCount } from "@rendezvous/engine";
+import { type Config, createRedis, isCluster, KeyLayout, PartitionReader, Store } from "@rendezvous/engine";
 import type { Redis } from "ioredis";
 import { REDIS_URL_FILE, readEmbeddedRedisUrl } from "./embedded-redis.js";
 import { StartRefused } from "./refusal.js";
@@ -119,7 +119,7 @@ export async function runDoctor(redisUrl: string, config: Config, prefix: string
       : [{ name: redisUrl, conn: redis as Redis }];
     const facts = await Promise.all(nodes.map((n) => nodeFacts(n.conn, n.name, cluster)));
     const store = new Store({ redis, config, prefix });
-    const stored = await storedPartitionCount(store);
+    const stored = await new PartitionReader(store).storedPartitionCount();
     const layout = new KeyLayout(prefix, config.partitions);
     const versionOk = (v: string) => {
       const [major = 0] = v.split(".").map(Number);

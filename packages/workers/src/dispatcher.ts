@@ -14,10 +14,18 @@
  * one; alone in a process the dispatcher runs partitions in parallel, unpaced.
  */
 import { createHmac } from "node:crypto";
-import { DISPATCHER_GROUP, failpoint, Pacer, type RedisLike, type Resources, type Store } from "@rendezvous/engine";
+import {
+  ConsumerLoop,
+  failpoint,
+  Pacer,
+  RESOLUTION_FEED,
+  type RedisLike,
+  type ResolutionEntry,
+  type Resources,
+  type Store,
+} from "@rendezvous/engine";
 import { continuationQueueName, continuationQueueOf, type Wait } from "@rendezvous/protocol";
 import { type Job, Queue, Worker } from "bullmq";
-import { ConsumerLoop, type StreamEntry } from "./consumer-loop.js";
 
 /** Queue of a tenant's continuations (docs/api.md, Continuations): owned by core, re-exported here. */
 export { continuationQueueName };
@@ -67,7 +75,7 @@ interface WebhookJob {
 export class Dispatcher {
   readonly #res: Resources;
   readonly #opts: DispatcherOptions;
-  readonly loop: ConsumerLoop;
+  readonly loop: ConsumerLoop<ResolutionEntry>;
   readonly #queueConn: RedisLike;
   /** the Store on the dispatcher's own connection: its pipelines queue none of the API's commands behind them */
   readonly #store: Store;
@@ -80,7 +88,6 @@ export class Dispatcher {
   constructor(res: Resources, opts: DispatcherOptions = {}) {
     this.#res = res;
     this.#opts = opts;
-    const layout = res.store.keys;
     this.#queueConn = res.connect("dispatcher-queues", { blocking: true });
     const commands = res.connect("dispatcher-commands");
     this.#store = res.store.withConnection(commands);
@@ -96,12 +103,10 @@ export class Dispatcher {
       name: "dispatcher",
       redis: commands,
       blocking: (purpose) => res.connect(purpose, { blocking: true }),
-      group: DISPATCHER_GROUP,
-      streams: (opts.partitions ?? layout.allPartitions()).map((p) => ({
-        partition: p,
-        key: layout.partition(p).outbox,
-      })),
-      handle: (_p, key, entries) => this.#handle(key, entries),
+      keys: res.store.keys,
+      feed: RESOLUTION_FEED,
+      partitions: opts.partitions ?? res.store.keys.allPartitions(),
+      handle: (p, entries) => this.#handle(p, entries),
       count: opts.readCount ?? 100,
       logger: res.logger.child({ system: "dispatcher" }),
       claimIdleMs: res.config.claimIdleMs,
@@ -146,17 +151,17 @@ export class Dispatcher {
   }
 
   /** A partition's entries in order, in paced steps of at most `step`. */
-  async #handle(key: string, entries: StreamEntry[]): Promise<void> {
+  async #handle(partition: number, entries: ResolutionEntry[]): Promise<void> {
     const step = this.#step;
     for (let from = 0; from < entries.length; from += step) {
       const slice = entries.slice(from, from + step);
-      await this.#paced(slice.length >= step, () => this.#dispatch(key, slice));
+      await this.#paced(slice.length >= step, () => this.#dispatch(partition, slice));
     }
   }
 
   /** One step: jobs for the entries' waits, their annotations, then the entries' ack. */
-  async #dispatch(key: string, entries: StreamEntry[]): Promise<void> {
-    const ids = entries.flatMap((e) => (e.fields?.w ? [e.fields.w] : []));
+  async #dispatch(partition: number, entries: ResolutionEntry[]): Promise<void> {
+    const ids = entries.flatMap((e) => (e.waitId ? [e.waitId] : []));
     const waits = await this.#store.getWaits(ids);
     const byQueue = new Map<string, Wait[]>();
     const hooks: Wait[] = [];
@@ -212,7 +217,7 @@ export class Dispatcher {
     failpoint("dispatcher.after-annotate");
     this.#res.metrics.continuationsDispatched.inc({ channel: "queue" }, waits.filter(Boolean).length);
     await this.loop.ack(
-      key,
+      partition,
       entries.map((e) => e.id),
     );
   }

@@ -1,4 +1,3 @@
-export { ConsumerLoop, type ConsumerLoopOptions, type StreamEntry } from "./consumer-loop.js";
 export {
   continuationQueueName,
   Dispatcher,

@@ -5,8 +5,7 @@
  * is committed; a matcher killed in between leaves it pending for another matcher,
  * and re-running the match is a no-op.
  */
-import { decodeParts, failpoint, MATCHER_GROUP, type Resources, splitEncodings } from "@rendezvous/engine";
-import { ConsumerLoop, type StreamEntry } from "./consumer-loop.js";
+import { ConsumerLoop, decodeParts, EVENT_FEED, type EventEntry, failpoint, type Resources } from "@rendezvous/engine";
 
 export interface MatcherOptions {
   /** partitions to serve @defaultValue all */
@@ -18,20 +17,20 @@ export interface MatcherOptions {
 
 export class Matcher {
   readonly #res: Resources;
-  readonly loop: ConsumerLoop;
+  readonly loop: ConsumerLoop<EventEntry>;
 
   constructor(res: Resources, opts: MatcherOptions = {}) {
     this.#res = res;
-    const layout = res.store.keys;
-    const partitions = opts.partitions ?? layout.allPartitions();
+    const partitions = opts.partitions ?? res.store.keys.allPartitions();
     const logger = res.logger.child({ system: "matcher" });
     this.loop = new ConsumerLoop({
       name: "matcher",
       redis: res.redis,
       blocking: (purpose) => res.connect(purpose, { blocking: true }),
-      group: MATCHER_GROUP,
-      streams: partitions.map((p) => ({ partition: p, key: layout.partition(p).stream })),
-      handle: (p, key, entries) => this.#handle(p, key, entries),
+      keys: res.store.keys,
+      feed: EVENT_FEED,
+      partitions,
+      handle: (p, entries) => this.#handle(p, entries),
       logger,
       claimIdleMs: res.config.claimIdleMs,
       consumer: opts.consumer,
@@ -48,8 +47,8 @@ export class Matcher {
     return this.loop.stop();
   }
 
-  async #handle(partition: number, key: string, entries: StreamEntry[]): Promise<void> {
-    const events = entries.flatMap((e) => streamEvents(e));
+  async #handle(partition: number, entries: EventEntry[]): Promise<void> {
+    const events = entries.flatMap((e) => e.events);
     const results = await this.#res.store.match(partition, events);
     failpoint("matcher.after-match");
     const now = Date.now();
@@ -67,20 +66,8 @@ export class Matcher {
       if (r.late.length > 0) m.lateEvents.inc(r.late.length);
     });
     await this.loop.ack(
-      key,
+      partition,
       entries.map((e) => e.id),
     );
   }
-}
-
-/**
- * The events of a stream entry: one entry holds the events one ingest call appended to
- * the partition (`ks`: their encoded event keys, concatenated); entries of earlier
- * versions hold one (`k`).
- */
-function streamEvents(entry: StreamEntry): Array<{ streamId: string; eventKey: string }> {
-  const f = entry.fields;
-  if (f?.ks !== undefined) return splitEncodings(f.ks, 3).map((eventKey) => ({ streamId: entry.id, eventKey }));
-  if (f?.k !== undefined) return [{ streamId: entry.id, eventKey: f.k }];
-  return [];
 }

@@ -13,9 +13,8 @@
  * Bucket jobs are added by a `TimeoutPlanner` (planner.ts); retention runs at the end
  * of each sweep (retention.ts).
  */
-import { execBatch, Pacer, type Resources, type Store } from "@rendezvous/engine";
+import { Pacer, PartitionReader, type Resources, type Store } from "@rendezvous/engine";
 import { type Job, type Queue, Worker } from "bullmq";
-import { scanDeadlines } from "./deadlines.js";
 import { addFiring, type FireResult, fireInSteps, noFiring } from "./firing.js";
 import { type BucketJob, TIMEOUT_QUEUE, TimeoutPlanner } from "./planner.js";
 import { expireOutlived } from "./retention.js";
@@ -54,7 +53,7 @@ export interface SchedulerOptions {
   partitions?: number[];
 }
 
-/** Deadline entries per partition per read of the sweeper's upcoming scan (deadlines.ts). */
+/** Deadline entries per partition per read of the sweeper's upcoming scan (the engine's reads/deadlines.ts). */
 const SCAN_LIMIT = 200;
 
 export class Scheduler {
@@ -177,19 +176,12 @@ export class Scheduler {
     const total = noFiring();
     for (;;) {
       const now = Date.now();
-      const results = await execBatch(
-        store.redis,
-        all.map((p) => {
-          const key = this.#res.store.keys.partition(p).deadlines;
-          return { key, add: (pl) => pl.zrangebyscore(key, "-inf", now, "LIMIT", 0, this.#o.batch) };
-        }),
-      );
+      const results = await new PartitionReader(store).dueByPartition(all, now, this.#o.batch);
       const due: string[] = [];
       let full = false;
-      for (const [err, ids] of results) {
-        if (err) throw err;
-        due.push(...(ids as string[]));
-        if ((ids as string[]).length === this.#o.batch) full = true;
+      for (const ids of results) {
+        due.push(...ids);
+        if (ids.length === this.#o.batch) full = true;
       }
       if (due.length === 0) break;
       const r = await this.#timeOut(due);
@@ -203,8 +195,7 @@ export class Scheduler {
   /** Times out the given waits of a partition (the sweeper's overdue ones), or its due waits. */
   async firePartition(partition: number, ids?: string[]): Promise<{ timedOut: number; retry: number }> {
     const store = this.#store;
-    const keys = store.keys.partition(partition);
-    const due = ids ?? (await store.redis.zrangebyscore(keys.deadlines, "-inf", Date.now(), "LIMIT", 0, this.#o.batch));
+    const due = ids ?? (await new PartitionReader(store).dueWaits(partition, Date.now(), this.#o.batch));
     return due.length === 0 ? noFiring() : this.#timeOut(due);
   }
 
@@ -222,7 +213,7 @@ export class Scheduler {
 
   /**
    * One sweep over this process's partitions: bucket jobs for deadlines within the
-   * lookahead (one read per bucket, however many waits share it: deadlines.ts);
+   * lookahead (one read per bucket, however many waits share it: the engine's reads/deadlines.ts);
    * waits overdue beyond the grace period (their job went missing) are marked
    * `sweeper_rescheduled` and fired here, unless a bucket job is running (here or in
    * another process): that job fires every due wait before it ends, so a long burst of
@@ -234,7 +225,7 @@ export class Scheduler {
     const store = this.#store;
     // a bucket job running (here or in another process) fires every due wait before it ends
     const jobRunning = this.firing || (await this.queue.getActiveCount()) > 0;
-    const { overdue, upcoming } = await scanDeadlines(store, this.#o.partitions, {
+    const { overdue, upcoming } = await new PartitionReader(store).upcoming(this.#o.partitions, {
       now,
       graceMs: this.#o.graceMs,
       lookaheadMs: this.#o.lookaheadMs,

@@ -1,14 +1,59 @@
 /**
- * The sweeper's read of the deadline indexes, bounded however many waits share a
- * deadline: the overdue waits of each partition (ids, at most `overdueLimit`; 0 = not
- * read), and the
- * distinct time buckets of the deadlines coming up. A bucket needs one job whatever
+ * Reads of the deadline indexes (zsets of wait ids scored by deadline).
+ *
+ * The due waits of a partition or of several (the bucket jobs' and a partition's
+ * firing), at most `limit` per partition.
+ *
+ * The sweeper's read, bounded however many waits share a deadline: the overdue waits
+ * of each partition (ids, at most `overdueLimit`; 0 = not read), and the distinct
+ * time buckets of the deadlines coming up. A bucket needs one job whatever
  * the number of its waits, so the upcoming read skips the rest of a bucket once it
  * has seen one of its deadlines: a read of `scanLimit` entries per round, the next
  * round starting after the bucket of the last entry read, at most `maxEntries` entries
  * per partition in all.
  */
-import { type BatchCommand, execBatch, type Store } from "@rendezvous/engine";
+import { type BatchCommand, execBatch } from "../batch.js";
+import type { ReaderSource } from "./source.js";
+
+/** Ids of the waits of a partition whose deadline is at or before `now`, at most `limit`. */
+export function dueWaits(src: ReaderSource, partition: number, now: number, limit: number): Promise<string[]> {
+  return src.redis.zrangebyscore(src.keys.partition(partition).deadlines, "-inf", now, "LIMIT", 0, limit);
+}
+
+/** {@link dueWaits} of each partition, in one pipelined round trip (per slot on a cluster). */
+export async function dueByPartition(
+  src: ReaderSource,
+  partitions: number[],
+  now: number,
+  limit: number,
+): Promise<string[][]> {
+  const results = await execBatch(
+    src.redis,
+    partitions.map((p) => {
+      const key = src.keys.partition(p).deadlines;
+      return { key, add: (pl) => pl.zrangebyscore(key, "-inf", now, "LIMIT", 0, limit) };
+    }),
+  );
+  return results.map(([err, ids]) => {
+    if (err) throw err;
+    return ids as string[];
+  });
+}
+
+/** Waits of every partition whose deadline is at or before `now`: one pipelined ZCOUNT per partition. */
+export async function countDue(src: ReaderSource, now: number): Promise<number> {
+  const replies = await execBatch(
+    src.redis,
+    src.keys.allPartitions().map((p) => {
+      const key = src.keys.partition(p).deadlines;
+      return { key, add: (pl) => pl.zcount(key, "-inf", now) };
+    }),
+  );
+  return replies.reduce((sum, [err, n]) => {
+    if (err) throw err;
+    return sum + Number(n);
+  }, 0);
+}
 
 export interface ScanOptions {
   now: number;
@@ -28,10 +73,10 @@ export interface DeadlineScan {
   upcoming: Array<{ partition: number; deadline: number }>;
 }
 
-export async function scanDeadlines(store: Store, partitions: number[], o: ScanOptions): Promise<DeadlineScan> {
+export async function scanDeadlines(src: ReaderSource, partitions: number[], o: ScanOptions): Promise<DeadlineScan> {
   const overdueBefore = o.now - o.graceMs;
   const until = o.now + o.lookaheadMs;
-  const key = (p: number) => store.keys.partition(p).deadlines;
+  const key = (p: number) => src.keys.partition(p).deadlines;
   const overdue = new Map<number, string[]>();
   const upcoming: Array<{ partition: number; deadline: number }> = [];
   // per partition: where the next upcoming read starts, and how many entries were read
@@ -51,7 +96,7 @@ export async function scanDeadlines(store: Store, partitions: number[], o: ScanO
         add: (pl) => pl.zrangebyscore(k, from, until, "WITHSCORES", "LIMIT", 0, o.scanLimit),
       });
     }
-    const replies = await execBatch(store.redis, commands);
+    const replies = await execBatch(src.redis, commands);
     const next: typeof open = [];
     const per = first && o.overdueLimit > 0 ? 2 : 1;
     for (const [i, cursor] of open.entries()) {

@@ -1,13 +1,18 @@
 /**
- * Read-only views the operator console needs beyond `inspect.ts`: wait counts per
- * tenant from the index sizes (ZLEXCOUNT, never loading a wait), a listing that walks
- * several tenants with one cursor, overdue waits, and the recent refusals. Nothing
- * here changes state, and nothing walks the keyspace.
+ * Read-only views the operator console and the metrics need beyond the listing and
+ * `explain`: wait counts per tenant and in all from the index sizes (ZLEXCOUNT, ZCARD,
+ * never loading a wait), a listing that walks several tenants with one cursor, overdue
+ * waits, and the recent refusals. Nothing here changes state, and nothing walks the
+ * keyspace.
  */
 import type { ChainableCommander } from "ioredis";
-import { type BatchCommand, execBatch } from "./batch.js";
-import { decodeParts, encodeParts } from "./encoding.js";
-import type { ListLease } from "./list-gate.js";
+import { type BatchCommand, execBatch } from "../batch.js";
+import { decodeParts, encodeParts } from "../encoding.js";
+import { indexKey } from "../formats/index-members.js";
+import type { ListLease } from "../list-gate.js";
+import { iso } from "../records.js";
+import type { Store } from "../store.js";
+import { countDue } from "./deadlines.js";
 import {
   decodeCursor,
   encodeCursor,
@@ -18,8 +23,7 @@ import {
   type WaitFilter,
   type WaitPage,
 } from "./list-waits.js";
-import { iso } from "./records.js";
-import type { Store } from "./store.js";
+import type { ReaderSource } from "./source.js";
 
 /** Waits of one tenant by index: `waiting`, and `settled` (resolved, timed out or cancelled, still kept). */
 export interface TenantWaitCounts {
@@ -29,11 +33,11 @@ export interface TenantWaitCounts {
 }
 
 /** Wait counts per tenant: one pipelined round trip of 2 × partitions ZLEXCOUNTs per tenant (O(log n) each). */
-export async function countWaits(store: Store, tenants: string[]): Promise<TenantWaitCounts[]> {
-  const k = store.keys;
+export async function countWaits(src: ReaderSource, tenants: string[]): Promise<TenantWaitCounts[]> {
+  const k = src.keys;
   const commands: BatchCommand[] = tenants.flatMap((tenant) => {
     // the tenant's 4-character index key (configured tenants never share one: see parseConfig)
-    const prefix = k.indexKey(tenant);
+    const prefix = indexKey(tenant);
     return k.allPartitions().flatMap((p) => {
       const keys = k.partition(p);
       return [keys.waiting, keys.done].map((key) => ({
@@ -42,7 +46,7 @@ export async function countWaits(store: Store, tenants: string[]): Promise<Tenan
       }));
     });
   });
-  const replies = await execBatch(store.redis, commands);
+  const replies = await execBatch(src.redis, commands);
   const per = k.partitions * 2;
   return tenants.map((tenant, t) => {
     let waiting = 0;
@@ -57,21 +61,35 @@ export async function countWaits(store: Store, tenants: string[]): Promise<Tenan
   });
 }
 
-/** Waits of every tenant whose deadline has passed (on the Redis clock) but that no timeout has settled yet. */
-export async function overdueWaits(store: Store): Promise<number> {
-  const [sec] = (await store.redis.time()) as [string | number, string | number];
-  const now = Number(sec) * 1000;
-  const replies = await execBatch(
-    store.redis,
-    store.keys.allPartitions().map((p) => {
-      const key = store.keys.partition(p).deadlines;
-      return { key, add: (pl) => pl.zcount(key, "-inf", now) };
+/**
+ * Waiting and settled (still retained) waits of the deployment, from the index
+ * cardinalities (ZCARD per partition, one pipelined round trip). A partition whose
+ * read fails counts 0: the metrics scrape reports what it could read.
+ */
+export async function waitTotals(src: ReaderSource): Promise<{ waiting: number; settled: number }> {
+  const results = await execBatch(
+    src.redis,
+    src.keys.allPartitions().flatMap((p) => {
+      const k = src.keys.partition(p);
+      return [
+        { key: k.waiting, add: (pl: ChainableCommander) => pl.zcard(k.waiting) },
+        { key: k.done, add: (pl: ChainableCommander) => pl.zcard(k.done) },
+      ];
     }),
   );
-  return replies.reduce((sum, [err, n]) => {
-    if (err) throw err;
-    return sum + Number(n);
-  }, 0);
+  let waiting = 0;
+  let settled = 0;
+  results.forEach(([, n], i) => {
+    if (i % 2 === 0) waiting += Number(n ?? 0);
+    else settled += Number(n ?? 0);
+  });
+  return { waiting, settled };
+}
+
+/** Waits of every tenant whose deadline has passed (on the Redis clock) but that no timeout has settled yet. */
+export async function overdueWaits(src: ReaderSource): Promise<number> {
+  const [sec] = (await src.redis.time()) as [string | number, string | number];
+  return countDue(src, Number(sec) * 1000);
 }
 
 interface TenantsCursor {
@@ -141,7 +159,7 @@ export interface RecentRejection {
  * never loaded whole.
  */
 export async function recentRejections(
-  store: Store,
+  src: ReaderSource,
   tenant: string | null,
   opts: { limit?: number; perPartition?: number } = {},
 ): Promise<RecentRejection[]> {
@@ -149,9 +167,9 @@ export async function recentRejections(
   const perPartition = opts.perPartition ?? 500;
   const match = tenant === null ? "*" : `${encodeParts(tenant).replace(/([*?[\]\\])/g, "\\$1")}*`;
   const replies = await execBatch(
-    store.redis,
-    store.keys.allPartitions().map((p) => {
-      const key = store.keys.partition(p).rejected;
+    src.redis,
+    src.keys.allPartitions().map((p) => {
+      const key = src.keys.partition(p).rejected;
       return { key, add: (pl) => pl.hscan(key, "0", "MATCH", match, "COUNT", perPartition) };
     }),
   );

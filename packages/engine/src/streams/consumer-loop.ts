@@ -1,6 +1,9 @@
 /**
- * A consumer-group loop over the partition streams. On a single Redis one blocking
- * connection serves every partition with one XREADGROUP; on a Redis Cluster a
+ * A consumer-group loop over one feed of the partitions: the event streams (group
+ * `matchers`) or the outboxes (group `dispatchers`). The roles get their entries
+ * decoded (formats/stream-entries.ts) and never name a partition key.
+ *
+ * On a single Redis one blocking connection serves every partition with one XREADGROUP; on a Redis Cluster a
  * multi-stream read would span slots, so each partition stream gets its own reader
  * (one blocking connection and one XREADGROUP per partition). Stale entries of dead
  * consumers are claimed with XAUTOCLAIM after `claimIdleMs`; streams are trimmed
@@ -8,16 +11,43 @@
  * The handler processes AND acknowledges a partition's entries.
  */
 import { hostname } from "node:os";
-import { execBatch, isCluster, type Logger, type RedisLike } from "@rendezvous/engine";
 import type { ChainableCommander } from "ioredis";
+import { execBatch } from "../batch.js";
+import { findGroup } from "../formats/consumer-groups.js";
+import {
+  type EventEntry,
+  eventsOfEntry,
+  type ResolutionEntry,
+  resolutionOfEntry,
+  type StreamEntry,
+  toStreamEntries,
+} from "../formats/stream-entries.js";
+import { DISPATCHER_GROUP, type KeyLayout, MATCHER_GROUP, type PartitionKeys } from "../keys.js";
+import type { Logger } from "../logger.js";
+import { isCluster, type RedisLike } from "../redis.js";
 
-export interface StreamEntry {
-  id: string;
-  /** field → value; null when the entry was trimmed while pending */
-  fields: Record<string, string> | null;
+/** A stream of each partition, the consumer group that reads it, and how its entries decode. */
+export interface Feed<E extends { id: string }> {
+  readonly stream: (keys: PartitionKeys) => string;
+  readonly group: string;
+  readonly decode: (entry: StreamEntry) => E;
 }
 
-export interface ConsumerLoopOptions {
+/** The partitions' event streams, read by the matchers. */
+export const EVENT_FEED: Feed<EventEntry> = {
+  stream: (k) => k.stream,
+  group: MATCHER_GROUP,
+  decode: eventsOfEntry,
+};
+
+/** The partitions' outboxes of resolutions, read by the dispatchers. */
+export const RESOLUTION_FEED: Feed<ResolutionEntry> = {
+  stream: (k) => k.outbox,
+  group: DISPATCHER_GROUP,
+  decode: resolutionOfEntry,
+};
+
+export interface ConsumerLoopOptions<E extends { id: string }> {
   name: string;
   /** command connection (XACK, XAUTOCLAIM, XTRIM, XGROUP) */
   redis: RedisLike;
@@ -26,11 +56,13 @@ export interface ConsumerLoopOptions {
    * Redis, once per partition stream on a cluster (at start).
    */
   blocking: (purpose: string) => RedisLike;
-  group: string;
-  /** stream key of each partition */
-  streams: Array<{ partition: number; key: string }>;
+  /** the key layout of the partitions */
+  keys: KeyLayout;
+  feed: Feed<E>;
+  /** the partitions served */
+  partitions: number[];
   /** processes entries of one partition, then acks them (see `ack`) */
-  handle: (partition: number, key: string, entries: StreamEntry[]) => Promise<void>;
+  handle: (partition: number, entries: E[]) => Promise<void>;
   logger: Logger;
   /** @defaultValue 5000 */
   claimIdleMs?: number;
@@ -44,43 +76,43 @@ export interface ConsumerLoopOptions {
   consumer?: string;
 }
 
-function toEntries(raw: unknown): StreamEntry[] {
-  if (!Array.isArray(raw)) return [];
-  return raw.map((item) => {
-    const [id, flat] = item as [string, string[] | null];
-    if (!flat) return { id, fields: null };
-    const fields: Record<string, string> = {};
-    for (let i = 0; i + 1 < flat.length; i += 2) fields[flat[i] as string] = flat[i + 1] as string;
-    return { id, fields };
-  });
-}
-
 /** "ms-seq" + 1 */
 function nextId(id: string): string {
   const [ms, seq] = id.split("-");
   return `${ms}-${BigInt(seq ?? "0") + 1n}`;
 }
 
-export class ConsumerLoop {
+export class ConsumerLoop<E extends { id: string }> {
   readonly consumer: string;
-  readonly #o: Required<Omit<ConsumerLoopOptions, "consumer">>;
+  readonly #o: Required<Omit<ConsumerLoopOptions<E>, "consumer" | "keys" | "partitions">> & { group: string };
+  /** stream key of each partition served */
+  readonly #streams: Array<{ partition: number; key: string }>;
   #running = false;
   #loop: Promise<void> | undefined;
   #timers: NodeJS.Timeout[] = [];
   #inflight = new Set<Promise<void>>();
   #byKey: Map<string, number>;
+  #byPartition: Map<number, string>;
   #readers: Array<{ conn: RedisLike; keys: string[] }> = [];
 
-  constructor(opts: ConsumerLoopOptions) {
+  constructor(opts: ConsumerLoopOptions<E>) {
     this.consumer = opts.consumer ?? `${hostname()}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
     this.#o = {
-      ...opts,
+      name: opts.name,
+      redis: opts.redis,
+      blocking: opts.blocking,
+      feed: opts.feed,
+      group: opts.feed.group,
+      handle: opts.handle,
+      logger: opts.logger,
       claimIdleMs: opts.claimIdleMs ?? 5000,
       blockMs: opts.blockMs ?? 1000,
       count: opts.count ?? 200,
       trimIntervalMs: opts.trimIntervalMs ?? 5000,
     };
-    this.#byKey = new Map(opts.streams.map((s) => [s.key, s.partition]));
+    this.#streams = opts.partitions.map((p) => ({ partition: p, key: opts.feed.stream(opts.keys.partition(p)) }));
+    this.#byKey = new Map(this.#streams.map((s) => [s.key, s.partition]));
+    this.#byPartition = new Map(this.#streams.map((s) => [s.partition, s.key]));
   }
 
   get running(): boolean {
@@ -96,7 +128,7 @@ export class ConsumerLoop {
   async ensureGroups(): Promise<void> {
     const results = await execBatch(
       this.#o.redis,
-      this.#o.streams.map(({ key }) => ({
+      this.#streams.map(({ key }) => ({
         key,
         add: (p: ChainableCommander) => p.xgroup("CREATE", key, this.#o.group, "0", "MKSTREAM"),
       })),
@@ -108,7 +140,7 @@ export class ConsumerLoop {
 
   async start(): Promise<void> {
     await this.ensureGroups();
-    const keys = this.#o.streams.map((s) => s.key);
+    const keys = this.#streams.map((s) => s.key);
     // a multi-key XREADGROUP must stay in one slot on a cluster: one reader per partition there
     const groups = isCluster(this.#o.redis) ? keys.map((k) => [k]) : [keys];
     this.#readers = groups.map((g, i) => ({
@@ -171,7 +203,7 @@ export class ConsumerLoop {
         continue;
       }
       if (!reply) continue;
-      const batches = (reply as Array<[string, unknown]>).map(([key, raw]) => ({ key, entries: toEntries(raw) }));
+      const batches = (reply as Array<[string, unknown]>).map(([key, raw]) => ({ key, entries: toStreamEntries(raw) }));
       // partitions in parallel, each partition's entries in order
       await Promise.all(batches.map((b) => this.#process(b.key, b.entries)));
     }
@@ -180,7 +212,8 @@ export class ConsumerLoop {
   async #process(key: string, entries: StreamEntry[]): Promise<void> {
     const partition = this.#byKey.get(key);
     if (partition === undefined || entries.length === 0) return;
-    const work = this.#o.handle(partition, key, entries);
+    // decoded inside the work: an entry that does not decode fails the handling like any other error
+    const work = (async () => this.#o.handle(partition, entries.map(this.#o.feed.decode)))();
     this.#inflight.add(work);
     try {
       await work;
@@ -192,8 +225,10 @@ export class ConsumerLoop {
     }
   }
 
-  /** Acknowledges processed entries of one stream. */
-  async ack(key: string, ids: string[]): Promise<void> {
+  /** Acknowledges processed entries of one partition's stream. */
+  async ack(partition: number, ids: string[]): Promise<void> {
+    const key = this.#byPartition.get(partition);
+    if (key === undefined) throw new Error(`${this.#o.name}: partition ${partition} is not served`);
     if (ids.length > 0) await this.#o.redis.xack(key, this.#o.group, ...ids);
   }
 
@@ -201,7 +236,7 @@ export class ConsumerLoop {
   async claimStale(): Promise<number> {
     const results = await execBatch(
       this.#o.redis,
-      this.#o.streams.map(({ key }) => ({
+      this.#streams.map(({ key }) => ({
         key,
         add: (p: ChainableCommander) =>
           p.xautoclaim(key, this.#o.group, this.consumer, this.#o.claimIdleMs, "0-0", "COUNT", this.#o.count),
@@ -211,9 +246,9 @@ export class ConsumerLoop {
     await Promise.all(
       results.map(async ([err, value], i) => {
         if (err) return; // stream or group missing: nothing to claim
-        const key = this.#o.streams[i]?.key as string;
+        const key = this.#streams[i]?.key as string;
         const [, raw, deleted] = value as [string, unknown, string[] | undefined];
-        const entries = toEntries(raw);
+        const entries = toStreamEntries(raw);
         // entries trimmed while pending are dropped from the PEL by XAUTOCLAIM itself (Redis 7)
         if (deleted && deleted.length > 0) this.#o.logger.warn({ key, deleted }, "claimed entries were trimmed");
         claimed += entries.length;
@@ -230,19 +265,19 @@ export class ConsumerLoop {
   async trim(): Promise<void> {
     const results = await execBatch(
       this.#o.redis,
-      this.#o.streams.flatMap(({ key }) => [
+      this.#streams.flatMap(({ key }) => [
         { key, add: (p: ChainableCommander) => p.xinfo("GROUPS", key) },
         { key, add: (p: ChainableCommander) => p.xpending(key, this.#o.group) },
       ]),
     );
     const trims: Array<{ key: string; add: (p: ChainableCommander) => unknown }> = [];
-    this.#o.streams.forEach(({ key }, i) => {
+    this.#streams.forEach(({ key }, i) => {
       const [infoErr, info] = results[2 * i] ?? [null, null];
       const [pendErr, pending] = results[2 * i + 1] ?? [null, null];
       if (infoErr || pendErr || !Array.isArray(info)) return;
-      const group = (info as unknown[][]).find((g) => g[g.indexOf("name") + 1] === this.#o.group);
+      const group = findGroup(info, this.#o.group);
       if (!group) return;
-      const lastDelivered = String(group[group.indexOf("last-delivered-id") + 1]);
+      const lastDelivered = group.lastDeliveredId;
       const [count, minPending] = pending as [number, string | null];
       const minId = count > 0 && minPending ? minPending : nextId(lastDelivered);
       if (minId === "0-1") return;

@@ -1,9 +1,10 @@
 import type { Wait, WaitState } from "@rendezvous/protocol";
 import { RendezvousError } from "@rendezvous/protocol";
-import type { Config } from "./config.js";
-import type { ListLease } from "./list-gate.js";
-import { parseWaitRecord, toWait } from "./records.js";
-import type { Store } from "./store.js";
+import type { Config } from "../config.js";
+import { indexKey, runDigest, waitIdOfIndexMember, waitIdOfRunMember } from "../formats/index-members.js";
+import type { ListLease } from "../list-gate.js";
+import { parseWaitRecord, toWait } from "../records.js";
+import type { Store } from "../store.js";
 
 export interface WaitFilter {
   runId?: string;
@@ -80,13 +81,9 @@ function sourcesOf(store: Store, tenant: string, filter: WaitFilter): Source[] {
   const k = store.keys;
   if (filter.runId !== undefined) {
     const p = k.partition(k.runPartition(tenant, filter.runId));
-    return [{ key: p.runs, prefix: k.runDigest(tenant, filter.runId), partition: null }];
+    return [{ key: p.runs, prefix: runDigest(tenant, filter.runId), partition: null }];
   }
-  const prefix = k.indexKey(
-    tenant,
-    filter.eventType,
-    filter.eventType === undefined ? undefined : filter.correlationId,
-  );
+  const prefix = indexKey(tenant, filter.eventType, filter.eventType === undefined ? undefined : filter.correlationId);
   const partitions =
     filter.eventType !== undefined && filter.correlationId !== undefined
       ? [k.matchPartition(tenant, filter.eventType, filter.correlationId)]
@@ -151,7 +148,6 @@ export async function scanTenant(
   budget: ListBudget,
   out: Wait[],
 ): Promise<ListCursor | null> {
-  const k = store.keys;
   const sources = sourcesOf(store, tenant, filter);
   let s = cursor.s;
   let after = cursor.m;
@@ -171,7 +167,7 @@ export async function scanTenant(
       continue;
     }
     const ids = members.map((m) =>
-      src.partition === null ? k.waitIdOfRunMember(m) : k.waitIdOfIndexMember(src.partition, m),
+      src.partition === null ? waitIdOfRunMember(m) : waitIdOfIndexMember(src.partition, m),
     );
     // the records this request can still afford to read, in order
     const sizes = await recordSizes(store, ids);

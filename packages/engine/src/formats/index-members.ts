@@ -1,0 +1,110 @@
+/**
+ * The member layouts of the wait indexes and the run index, and the wait id they name
+ * (the same layouts as lua/includes/common.lua; the key names are KeyLayout's).
+ *
+ * - wait id: "w<partition>.<position digest 16>", the partition its match key lies in;
+ * - wait-index member (waiting, done): "<index key 12><position digest 16>";
+ * - run-index member: "<run digest 4><position digest 16><partition tag 3><defHash 5>".
+ */
+import { hash } from "node:crypto";
+import { digest, encodeParts } from "../encoding.js";
+
+const WAIT_ID = /^w(\d{1,5})\.([A-Za-z0-9_-]{16})$/;
+
+const TAG = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/** Characters of an index key: three 4-character digests. */
+const INDEX_KEY_LENGTH = 12;
+const RUN_DIGEST_LENGTH = 4;
+const POSITION_DIGEST_LENGTH = 16;
+const PARTITION_TAG_LENGTH = 3;
+/** Characters of a run position: run digest + position digest. */
+const RUN_POSITION_LENGTH = RUN_DIGEST_LENGTH + POSITION_DIGEST_LENGTH;
+
+/** 24 bits of SHA-1 as 4 base64url characters (the same as digest4 in lua/includes/common.lua). */
+export function digest4(value: string): string {
+  const n = Number.parseInt(hash("sha1", value, "hex").slice(0, 6), 16);
+  return tagPartition(n >> 6) + (TAG[n & 63] as string);
+}
+
+/** A partition (< 2^18) as 3 base64url characters: the fixed-width tag in run-index members. */
+export function tagPartition(p: number): string {
+  return (TAG[(p >> 12) & 63] as string) + (TAG[(p >> 6) & 63] as string) + (TAG[p & 63] as string);
+}
+
+/** Inverse of {@link tagPartition}. */
+export function untagPartition(tag: string): number {
+  return (TAG.indexOf(tag[0] ?? "") << 12) | (TAG.indexOf(tag[1] ?? "") << 6) | TAG.indexOf(tag[2] ?? "");
+}
+
+/** What the wait ids of a partition start with ("w<partition>."). */
+export function waitIdPrefix(partition: number): string {
+  return `w${partition}.`;
+}
+
+/** The wait id of a position digest whose match key lies in `partition`. */
+export function waitIdOf(partition: number, positionDigest: string): string {
+  return waitIdPrefix(partition) + positionDigest;
+}
+
+/** The partition a wait id names (not checked against a partition count), or null for a malformed id. */
+export function parseWaitId(waitId: string): { partition: number; positionDigest: string } | null {
+  const m = WAIT_ID.exec(waitId);
+  return m ? { partition: Number(m[1]), positionDigest: m[2] as string } : null;
+}
+
+/**
+ * The index key of a tenant, (tenant, type) or match key in the wait indexes: 4, 8 or
+ * 12 characters (4-character digests of each level; see indexKey in
+ * lua/includes/common.lua, which computes the same from an encoded match key).
+ */
+export function indexKey(tenant: string, eventType?: string, correlationId?: string): string {
+  let ik = digest4(encodeParts(tenant));
+  if (eventType === undefined) return ik;
+  ik += digest4(encodeParts(tenant, eventType));
+  if (correlationId === undefined) return ik;
+  return ik + digest4(encodeParts(tenant, eventType, correlationId));
+}
+
+/** The wait id a wait-index member of `partition` names. */
+export function waitIdOfIndexMember(partition: number, member: string): string {
+  return waitIdOf(partition, member.slice(INDEX_KEY_LENGTH));
+}
+
+/**
+ * Digest of a run (tenant, runId): the prefix of its run-index members (4 chars). Short:
+ * it only narrows a listing by run, which checks each wait's run id.
+ */
+export function runDigest(tenant: string, runId: string): string {
+  return digest(encodeParts(tenant, runId), RUN_DIGEST_LENGTH);
+}
+
+/** Digest of a run position (tenant, runId, position): the body of its wait id (16 chars). */
+export function positionDigest(tenant: string, runId: string, position: string): string {
+  return digest(encodeParts(tenant, runId, position), POSITION_DIGEST_LENGTH);
+}
+
+/**
+ * A run position's key in the run index: run digest + position digest, 20 chars.
+ * Fixed length, so a lexical range over it selects exactly one run position, and a
+ * range over the run digest lists the positions of one run.
+ */
+export function runPosition(tenant: string, runId: string, position: string): string {
+  return runDigest(tenant, runId) + positionDigest(tenant, runId, position);
+}
+
+/** The parts of a run-index member (or of a run position + partition tag, with defHash ""). */
+export function parseRunMember(member: string): { runPosition: string; partition: number; defHash: string } {
+  const tagEnd = RUN_POSITION_LENGTH + PARTITION_TAG_LENGTH;
+  return {
+    runPosition: member.slice(0, RUN_POSITION_LENGTH),
+    partition: untagPartition(member.slice(RUN_POSITION_LENGTH, tagEnd)),
+    defHash: member.slice(tagEnd),
+  };
+}
+
+/** The wait id a run-index member (or a run position + partition tag) names. */
+export function waitIdOfRunMember(member: string): string {
+  const { partition } = parseRunMember(member);
+  return waitIdOf(partition, member.slice(RUN_DIGEST_LENGTH, RUN_POSITION_LENGTH));
+}

@@ -1,0 +1,60 @@
+/**
+ * The entry fields of a partition's two streams, as the Lua scripts write them:
+ * - the event stream: `ks`, the encoded event keys one ingest call appended to the
+ *   partition, concatenated (appendEvents), or a single event key in `k` (an entry
+ *   form still read: stored data keeps it);
+ * - the outbox: `w`, the resolved wait's id, and `k`, the resolution's kind.
+ */
+import { splitEncodings } from "../encoding.js";
+
+/** A stream entry as XREADGROUP / XAUTOCLAIM return it. */
+export interface StreamEntry {
+  id: string;
+  /** field → value; null when the entry was trimmed while pending */
+  fields: Record<string, string> | null;
+}
+
+/** An event of the event stream: its entry's id and its encoded event key. */
+export interface StreamEvent {
+  streamId: string;
+  eventKey: string;
+}
+
+/** An entry of the event stream with the events it holds. */
+export interface EventEntry {
+  id: string;
+  events: StreamEvent[];
+}
+
+/** An entry of the outbox with the wait it names (null when the entry names none). */
+export interface ResolutionEntry {
+  id: string;
+  waitId: string | null;
+}
+
+/** The entries of an XREADGROUP / XAUTOCLAIM reply for one stream. */
+export function toStreamEntries(raw: unknown): StreamEntry[] {
+  if (!Array.isArray(raw)) return [];
+  return raw.map((item) => {
+    const [id, flat] = item as [string, string[] | null];
+    if (!flat) return { id, fields: null };
+    const fields: Record<string, string> = {};
+    for (let i = 0; i + 1 < flat.length; i += 2) fields[flat[i] as string] = flat[i + 1] as string;
+    return { id, fields };
+  });
+}
+
+/** The events an event-stream entry holds (none for an entry trimmed while pending). */
+export function eventsOfEntry(entry: StreamEntry): EventEntry {
+  const f = entry.fields;
+  if (f?.ks !== undefined) {
+    return { id: entry.id, events: splitEncodings(f.ks, 3).map((eventKey) => ({ streamId: entry.id, eventKey })) };
+  }
+  if (f?.k !== undefined) return { id: entry.id, events: [{ streamId: entry.id, eventKey: f.k }] };
+  return { id: entry.id, events: [] };
+}
+
+/** The wait an outbox entry names. */
+export function resolutionOfEntry(entry: StreamEntry): ResolutionEntry {
+  return { id: entry.id, waitId: entry.fields?.w ? entry.fields.w : null };
+}
