@@ -19,7 +19,7 @@ import { continuationQueueName, continuationQueueOf, type Wait } from "@rendezvo
 import { type Job, Queue, Worker } from "bullmq";
 import { ConsumerLoop, type StreamEntry } from "./consumer-loop.js";
 
-/** Queue of a tenant's continuations (docs/api.md, Continuations): owned by core, re-exported here. */
+/** Queue of a tenant's continuations (docs/api.md, Continuations): defined by @rendezvous/protocol, re-exported here. */
 export { continuationQueueName };
 
 /** Internal queue of webhook deliveries. */
