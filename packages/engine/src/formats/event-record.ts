@@ -9,7 +9,7 @@ import { decodeParts } from "../encoding.js";
 import { iso } from "./iso.js";
 
 export interface RawEvent {
-  /** tenant, type, correlation id: only in records of earlier versions (mk holds them) */
+  /** tenant, type, correlation id: only in records of the long form, still read (mk holds them) */
   t?: string;
   pr: string;
   id: string;
@@ -40,7 +40,7 @@ export function dedupField(eventKey: string): string {
 /**
  * A dedup record (field "d:<eventKey>" in the event key's partition):
  * "<content hash>|<match partition>". Plain text, so that the dedup step compares
- * two records as strings; earlier versions stored JSON {h, mp, ...}, still read.
+ * two records as strings; a dedup record in JSON {h, mp, ...} is read as well.
  */
 export function dedupRecord(contentHash: string, matchPartition: number): string {
   return `${contentHash}|${matchPartition}`;
@@ -65,8 +65,8 @@ export function eventRecordPrefix(producer: string): string {
  * The event record JSON {pr, id, mk, oa?, pl?, rt} without its closing brace:
  * appendEvents completes it with the stream id, so no script decodes or encodes it.
  * The payload is kept as canonical JSON text (`pl`). Tenant, type and correlation id
- * are read from the encoded match key `mk` (records of earlier versions also carry
- * them as t, ty and c; `toEventRecord` reads both).
+ * are read from the encoded match key `mk` (records of the long form also carry them
+ * as t, ty and c; `toEventRecord` reads both).
  */
 export function eventRecordHead(
   prefix: string,
