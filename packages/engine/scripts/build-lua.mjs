@@ -144,7 +144,9 @@ function replyCodes() {
     .filter((f) => f.endsWith(".lua"))
     .sort()) {
     const source = readFileSync(join(dir, file), "utf8");
-    for (const m of source.matchAll(/^local\s+(C_[A-Z_]+(?:\s*,\s*C_[A-Z_]+)*)\s*=\s*(-?\d+(?:\s*,\s*-?\d+)*)\s*$/gm)) {
+    for (const m of source.matchAll(
+      /^local\s+(C_[A-Z_]+(?:\s*,\s*C_[A-Z_]+)*)\s*=\s*(-?\d+(?:\s*,\s*-?\d+)*)\s*(?:--.*)?$/gm,
+    )) {
       const names = m[1].split(",").map((n) => n.trim().slice(2));
       const values = m[2].split(",").map((v) => Number(v.trim()));
       if (names.length !== values.length)
