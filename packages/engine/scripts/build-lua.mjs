@@ -133,6 +133,34 @@ function signature(file, source, numberOfKeys) {
   return { keyNames, argNames };
 }
 
+/**
+ * The outcome codes, read from the `local C_NAME, … = n, …` lines of every include (the
+ * Lua side is their one home): the generated module exports them as `Code`.
+ */
+function replyCodes() {
+  const dir = join(luaDir, "includes");
+  const codes = [];
+  for (const file of readdirSync(dir)
+    .filter((f) => f.endsWith(".lua"))
+    .sort()) {
+    const source = readFileSync(join(dir, file), "utf8");
+    for (const m of source.matchAll(
+      /^local\s+(C_[A-Z_]+(?:\s*,\s*C_[A-Z_]+)*)\s*=\s*(-?\d+(?:\s*,\s*-?\d+)*)\s*(?:--.*)?$/gm,
+    )) {
+      const names = m[1].split(",").map((n) => n.trim().slice(2));
+      const values = m[2].split(",").map((v) => Number(v.trim()));
+      if (names.length !== values.length)
+        throw new Error(`lua/includes/${file}: ${m[0]}: names and values differ in number`);
+      names.forEach((n, i) => {
+        if (codes.some(([known]) => known === n)) throw new Error(`lua/includes/${file}: C_${n} defined twice`);
+        codes.push([n, values[i]]);
+      });
+    }
+  }
+  if (codes.length === 0) throw new Error("lua/includes: no `local C_NAME = n` outcome codes found");
+  return codes;
+}
+
 const entries = readdirSync(luaDir)
   .filter((f) => f.endsWith(".lua"))
   .sort()
@@ -155,6 +183,10 @@ for (const e of entries) {
   out += `    lua: ${JSON.stringify(e.lua)},\n  },\n`;
 }
 out += "} as const;\n\nexport type ScriptName = keyof typeof luaScripts;\n";
+out += "\n/** Outcome codes of the Lua transitions (first element of a reply), from lua/includes. */\n";
+out += "export const Code = {\n";
+for (const [name, value] of replyCodes()) out += `  ${name}: ${value},\n`;
+out += "} as const;\n";
 
 if (process.argv.includes("--check")) {
   let current = "";

@@ -1,5 +1,4 @@
 export { type BatchCommand, type BatchReply, execBatch, hashTag } from "./batch.js";
-export { Code, type CodeName, type CodeValue } from "./codes.js";
 export {
   Config,
   type ConfigInput,
@@ -68,7 +67,6 @@ export {
   startRedisServer,
 } from "./redis-server.js";
 export { createResources, queuePrefixFor, type ResourceOptions, type Resources } from "./resources.js";
-export { defineScripts } from "./scripts.js";
 export {
   type ConsumeResult,
   type DeliverRequest,
@@ -89,3 +87,5 @@ export {
   type Feed,
   RESOLUTION_FEED,
 } from "./streams/consumer-loop.js";
+export { Code, type CodeName, type CodeValue } from "./transitions/replies.js";
+export { defineScripts } from "./transitions/run.js";

@@ -27,7 +27,7 @@ import {
 import { continuationQueueName, continuationQueueOf, type Wait } from "@rendezvous/protocol";
 import { type Job, Queue, Worker } from "bullmq";
 
-/** Queue of a tenant's continuations (docs/api.md, Continuations): owned by core, re-exported here. */
+/** Queue of a tenant's continuations (docs/api.md, Continuations): defined by @rendezvous/protocol, re-exported here. */
 export { continuationQueueName };
 
 /** Internal queue of webhook deliveries. */

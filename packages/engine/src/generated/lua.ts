@@ -101,3 +101,19 @@ export const luaScripts = {
 } as const;
 
 export type ScriptName = keyof typeof luaScripts;
+
+/** Outcome codes of the Lua transitions (first element of a reply), from lua/includes. */
+export const Code = {
+  CREATED: 1,
+  EXISTS: 2,
+  CONFLICT: 3,
+  DUPLICATE: 4,
+  PENDING: 5,
+  RESOLVED: 6,
+  NOT_DUE: 7,
+  BACKLOG: 8,
+  OK: 9,
+  NOT_FOUND: -1,
+  NOT_WAITING: -2,
+  NOT_RESOLVED: -3,
+} as const;

@@ -5,8 +5,15 @@
  * refused event.
  */
 
-import { canonicalJson, type IngestInput, type Logger, type Metrics, type Store } from "@rendezvous/engine";
-import { type EventRecord, RendezvousError, toWellFormed } from "@rendezvous/protocol";
+import {
+  canonicalJson,
+  type IngestInput,
+  type IngestResult,
+  type Logger,
+  type Metrics,
+  type Store,
+} from "@rendezvous/engine";
+import { RendezvousError, toWellFormed } from "@rendezvous/protocol";
 import type { ProducerIdentity } from "../auth.js";
 import { jsonBytesOver } from "../json-bounds.js";
 import { type EventValidator, invalidEvent, type Refused, readableId, readableMatchKey } from "./validation.js";
@@ -14,11 +21,8 @@ import { type EventValidator, invalidEvent, type Refused, readableId, readableMa
 /** Most events in one batch request. */
 export const MAX_BATCH = 500;
 
-/** The answer for one event (a batch answers one per event, in order). */
-export type EventOutcome =
-  | { status: "accepted"; event: EventRecord }
-  | { status: "duplicate"; event: EventRecord }
-  | { status: "rejected"; error: RendezvousError };
+/** The answer for one event (a batch answers one per event, in order): the Store's result. */
+export type EventOutcome = IngestResult;
 
 export interface IngestSystemDeps {
   store: Store;

@@ -1,0 +1,128 @@
+/**
+ * What the systems of the Store share: the connection, the key layout, the config and
+ * the clock of the transitions, and the ways to run transitions (one call, several in
+ * one round trip, a batched one per partition) and batched reads of wait records.
+ */
+
+import { RendezvousError } from "@rendezvous/protocol";
+import type { ChainableCommander } from "ioredis";
+import { type BatchCommand, type BatchReply, execBatch } from "./batch.js";
+import type { Config } from "./config.js";
+import type { KeyLayout, PartitionKeys } from "./keys.js";
+import type { RedisLike } from "./redis.js";
+import { asReply, type Reply } from "./transitions/replies.js";
+import { type Commander, runScript, type ScriptCall } from "./transitions/run.js";
+
+/** What the Store needs of the config. */
+export type StoreConfig = Pick<
+  Config,
+  | "partitions"
+  | "retentionMs"
+  | "dedupWindowMs"
+  | "fanoutCap"
+  | "maxTimeoutMs"
+  | "maxMetadataBytes"
+  | "maxListScan"
+  | "maxListPageBytes"
+  | "eventTypes"
+>;
+
+function command(call: ScriptCall): BatchCommand {
+  return { key: call.keys[0] ?? null, add: (pipeline) => void runScript(pipeline as Commander, call) };
+}
+
+export class EngineContext {
+  constructor(
+    readonly redis: RedisLike,
+    readonly keys: KeyLayout,
+    readonly config: StoreConfig,
+    /** the fixed clock of the transitions (tests), or undefined: Redis TIME */
+    readonly clock: () => number | undefined,
+  ) {}
+
+  now(): number | undefined {
+    return this.clock();
+  }
+
+  /** The partition keys of a wait. @throws RendezvousError not_found for an id of no partition */
+  partitionOf(waitId: string): PartitionKeys {
+    const p = this.keys.waitPartition(waitId);
+    if (p === null) throw new RendezvousError("not_found");
+    return this.keys.partition(p);
+  }
+
+  async run(call: ScriptCall): Promise<Reply> {
+    return asReply(await runScript(this.redis, call), call.script);
+  }
+
+  /**
+   * Runs several scripts in one round trip (on a cluster: one pipeline per partition,
+   * concurrently); a script error becomes a thrown error.
+   */
+  async runAll(calls: ScriptCall[]): Promise<Reply[]> {
+    if (calls.length === 0) return [];
+    if (calls.length === 1) return [await this.run(calls[0] as ScriptCall)];
+    const results = await execBatch(this.redis, calls.map(command));
+    return results.map(([err, value], i) => {
+      if (err) throw err;
+      return asReply(value, calls[i]?.script ?? "?");
+    });
+  }
+
+  /**
+   * Runs a batched script once per partition over the items it concerns (items of
+   * one partition keep their order) and hands back each item's own reply.
+   */
+  async perPartition<T = unknown>(
+    indices: number[],
+    partitionOf: (i: number) => PartitionKeys,
+    call: (k: PartitionKeys, members: number[]) => ScriptCall,
+    /** the script's reply for a call → one value per member (default: the reply is that list) */
+    split: (reply: unknown, count: number) => T[] = (reply) => (Array.isArray(reply) ? reply : []),
+  ): Promise<T[]> {
+    const groups = new Map<PartitionKeys, number[]>();
+    for (const i of indices) {
+      const k = partitionOf(i);
+      const members = groups.get(k);
+      if (members) members.push(i);
+      else groups.set(k, [i]);
+    }
+    const entries = [...groups];
+    const calls = entries.map(([k, members]) => call(k, members));
+    const results = await execBatch(this.redis, calls.map(command));
+    // one value per item index (a sparse array: items not in `indices` stay empty)
+    const out: T[] = [];
+    entries.forEach(([, members], g) => {
+      const [err, value] = results[g] ?? [null, null];
+      if (err) throw err;
+      const values = split(value, members.length);
+      if (values.length !== members.length) {
+        throw new RendezvousError("internal", `${calls[g]?.script}: malformed batch reply`);
+      }
+      members.forEach((i, j) => {
+        out[i] = values[j] as T;
+      });
+    });
+    return out;
+  }
+
+  /**
+   * One command per wait id on its record (`key` = its partition's waits hash, `id` the
+   * field), in one round trip; an id of no partition answers "". Every batched read of
+   * wait records goes through here.
+   */
+  perWaitRecord(
+    waitIds: string[],
+    command: (pipeline: ChainableCommander, key: string, id: string) => unknown,
+  ): Promise<BatchReply[]> {
+    return execBatch(
+      this.redis,
+      waitIds.map((id): BatchCommand => {
+        const p = this.keys.waitPartition(id);
+        if (p === null) return { key: null, add: (pipeline) => pipeline.echo("") };
+        const key = this.keys.partition(p).waits;
+        return { key, add: (pipeline) => command(pipeline, key, id) };
+      }),
+    );
+  }
+}

@@ -1,0 +1,142 @@
+/**
+ * The wait records the Lua transitions keep (cjson with short field names, or the
+ * compact text of a plain waiting wait) and their mapping to the API shape. Only this
+ * module knows the short names.
+ */
+
+import type { EventRef, HistoryEntry, Resolution, ResolutionKind, Wait, WaitState } from "@rendezvous/protocol";
+import { decodeParts, readParts } from "../encoding.js";
+import { iso } from "./iso.js";
+
+/** An event reference inside a record. */
+export interface RawEventRef {
+  pr: string;
+  id: string;
+  at: number;
+  sid: string;
+}
+
+export interface RawWait {
+  /** encoded match key (tenant, type, correlationId) */
+  mk: string;
+  r: string;
+  p: string;
+  s: "w" | "r" | "t" | "c";
+  ca: number;
+  dl?: number;
+  sn?: number;
+  j?: string;
+  /** raw metadata JSON */
+  m?: string;
+  res?: {
+    k: "e" | "t" | "c" | "d";
+    at: number;
+    ev?: RawEventRef & { pl?: string };
+    dl?: number;
+    pl?: string;
+  };
+  con?: { by: string; at: number };
+  late?: RawEventRef[];
+  h?: Array<{ at: number; w: string } & Record<string, unknown>>;
+}
+
+/**
+ * A stored wait record: JSON, or the compact text of a plain waiting wait
+ * ("<len>:<mk><len>:<r><len>:<p><ca>,<dl>,<sn>", lengths in bytes; see decodeWait in
+ * lua/includes/common.lua).
+ */
+export function parseWaitRecord(raw: string): RawWait {
+  if (raw.startsWith("{")) return JSON.parse(raw) as RawWait;
+  const buf = Buffer.from(raw);
+  const { parts, end } = readParts(buf, 0, 3);
+  const [ca = "", dl = "", sn = ""] = buf.subarray(end).toString().split(",");
+  const wait: RawWait = {
+    mk: parts[0] as string,
+    r: parts[1] as string,
+    p: parts[2] as string,
+    s: "w",
+    ca: Number(ca),
+  };
+  if (dl !== "") wait.dl = Number(dl);
+  if (sn !== "") wait.sn = Number(sn);
+  return wait;
+}
+
+const STATES: Record<RawWait["s"], WaitState> = { w: "waiting", r: "resolved", t: "timed_out", c: "cancelled" };
+const KINDS: Record<NonNullable<RawWait["res"]>["k"], ResolutionKind> = {
+  e: "event",
+  t: "timeout",
+  c: "cancel",
+  d: "deliver",
+};
+
+function parseObject(raw: string | undefined): Record<string, unknown> | null {
+  return raw === undefined || raw === "" ? null : (JSON.parse(raw) as Record<string, unknown>);
+}
+
+function eventRef(raw: RawEventRef): EventRef {
+  return { producer: raw.pr, id: raw.id, acceptedAt: iso(raw.at), streamId: raw.sid };
+}
+
+function resolution(raw: NonNullable<RawWait["res"]>): Resolution {
+  const out: Resolution = { kind: KINDS[raw.k], at: iso(raw.at) };
+  if (raw.ev) out.event = { ...eventRef(raw.ev), payload: parseObject(raw.ev.pl) };
+  if (raw.dl !== undefined) out.deadline = iso(raw.dl);
+  if (raw.k === "d") out.payload = parseObject(raw.pl);
+  return out;
+}
+
+function historyEntry(raw: { at: number; w: string } & Record<string, unknown>): HistoryEntry {
+  const { at, w, k, ev, dl, j, ...rest } = raw;
+  const entry: Record<string, unknown> = { at: iso(at), what: w, ...rest };
+  if (typeof k === "string") entry.kind = KINDS[k as keyof typeof KINDS] ?? k;
+  if (ev && typeof ev === "object") entry.event = eventRef(ev as RawEventRef);
+  if (typeof dl === "number") entry.deadline = iso(dl);
+  if (typeof j === "string") entry.externalJobId = j;
+  return entry as HistoryEntry;
+}
+
+/** The API view of a wait record. */
+export function toWait(id: string, raw: RawWait): Wait {
+  const [tenant = "", eventType = "", correlationId = ""] = decodeParts(raw.mk, 3);
+  const registered: HistoryEntry = { at: iso(raw.ca), what: "registered" };
+  if (raw.dl !== undefined) registered.deadline = iso(raw.dl);
+  if (raw.sn !== undefined) registered.since = iso(raw.sn);
+  return {
+    id,
+    tenant,
+    runId: raw.r,
+    position: raw.p,
+    eventType,
+    correlationId,
+    state: STATES[raw.s],
+    createdAt: iso(raw.ca),
+    deadline: raw.dl === undefined ? null : iso(raw.dl),
+    since: raw.sn === undefined ? null : iso(raw.sn),
+    externalJobId: raw.j ?? null,
+    metadata: parseObject(raw.m),
+    resolution: raw.res ? resolution(raw.res) : null,
+    consumption: raw.con ? { by: raw.con.by, at: iso(raw.con.at) } : null,
+    lateEvents: (raw.late ?? []).map(eventRef),
+    history: [registered, ...(raw.h ?? []).map(historyEntry)],
+  };
+}
+
+/** The API view of a wait record as a script replies it (its stored text). */
+export function waitOf(id: string, raw: unknown): Wait {
+  return toWait(id, parseWaitRecord(String(raw)));
+}
+
+/**
+ * The definition part of a new wait record, JSON {mk, r, p, j?, m?} (encoded match key,
+ * runId, position, external job id, raw metadata JSON): registerWait adds the rest.
+ */
+export function registrationRecord(r: {
+  matchKey: string;
+  runId: string;
+  position: string;
+  externalJobId: string | undefined;
+  metadata: string | undefined;
+}): string {
+  return JSON.stringify({ mk: r.matchKey, r: r.runId, p: r.position, j: r.externalJobId, m: r.metadata });
+}

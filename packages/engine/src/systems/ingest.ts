@@ -1,0 +1,233 @@
+/**
+ * Ingest: dedup and append of a producer's events, the `duplicate_ignored` notes on the
+ * waits a re-sent event reached, reading an accepted event back, and the refusals
+ * remembered for `explain`.
+ */
+
+import { type EventInput, type EventRecord, RendezvousError } from "@rendezvous/protocol";
+import { type Config, retentionFor } from "../config.js";
+import { canonicalJson, digest } from "../encoding.js";
+import type { EngineContext } from "../engine-context.js";
+import { failpoint } from "../failpoints.js";
+import {
+  acceptedEventRecord,
+  canonicalContent,
+  dedupField,
+  dedupMatchPartition,
+  dedupRecord,
+  eventField,
+  eventRecordHead,
+  eventRecordPrefix,
+  parseEventRecord,
+} from "../formats/event-record.js";
+import { iso } from "../formats/iso.js";
+import { type Rejection, rejectionRecord, toRejections } from "../formats/rejection-record.js";
+import { annotateWaitCall } from "../transitions/annotateWait.js";
+import { type Appended, appendEventsCall, appendEventsResults } from "../transitions/appendEvents.js";
+import { dedupEventsCall, dedupEventsCodes } from "../transitions/dedupEvents.js";
+import { recordRejectionCall } from "../transitions/recordRejection.js";
+import { Code, failure } from "../transitions/replies.js";
+import type { ScriptCall } from "../transitions/run.js";
+
+export type IngestResult =
+  | { status: "accepted"; event: EventRecord }
+  | { status: "duplicate"; event: EventRecord }
+  | { status: "rejected"; error: RendezvousError };
+
+/**
+ * An event to ingest. `canonicalPayload`, when the caller has it already, must be
+ * `canonicalJson(payload)` (the ingest API computes it to size the event); the
+ * Store computes it otherwise.
+ */
+export type IngestInput = EventInput & { canonicalPayload?: string };
+
+/** Most refusals kept per match key. */
+export const REJECTIONS_KEPT = 20;
+
+export class IngestSystem {
+  constructor(private readonly ctx: EngineContext) {}
+
+  /**
+   * Dedups and appends events of one producer (already authenticated and validated).
+   * Two pipelined round trips for the whole batch: dedup (event-key partitions: claim
+   * each event key, or refuse other content under it), then append (match-key
+   * partitions: append once per event key). A crash between them loses nothing: the
+   * producer's retry finds its claim and appends; an event key appended before answers
+   * `duplicate` with the original, whichever attempt appended it.
+   */
+  async ingest(tenant: string, producer: string, events: IngestInput[]): Promise<IngestResult[]> {
+    const { keys, config } = this.ctx;
+    const now = this.ctx.now();
+    const items = events.map((e) => {
+      const eventKey = keys.eventKey(tenant, producer, e.id);
+      const matchKey = keys.matchKey(tenant, e.type, e.correlationId);
+      const matchPartition = keys.place(matchKey);
+      // The payload is kept in canonical form (sorted keys, as a JSON column of a
+      // database would): one serialization serves the content hash and the record.
+      const payloadJson = e.payload === undefined ? undefined : (e.canonicalPayload ?? canonicalJson(e.payload));
+      const content = canonicalContent(e, payloadJson);
+      return {
+        input: e,
+        payloadJson,
+        eventKey,
+        matchKey,
+        eventPartition: keys.partition(keys.place(eventKey)),
+        matchPartition,
+        dedup: dedupRecord(digest(content, 22), matchPartition),
+      };
+    });
+    type Item = (typeof items)[number];
+
+    const all = items.map((_, i) => i);
+    const dedup = await this.ctx.perPartition(
+      all,
+      (i) => (items[i] as Item).eventPartition,
+      (k, members) =>
+        dedupEventsCall(k, {
+          windowMs: config.dedupWindowMs,
+          now,
+          events: members.map((i) => ({ eventKey: (items[i] as Item).eventKey, record: (items[i] as Item).dedup })),
+        }),
+      dedupEventsCodes,
+    );
+
+    const results: Array<IngestResult | undefined> = new Array(items.length);
+    const toAppend: number[] = [];
+    const firstInBatch = new Map<string, number>();
+    const sameInBatch: Array<[later: number, first: number]> = [];
+    for (const i of all) {
+      const code = Number(dedup[i]);
+      const eventKey = (items[i] as Item).eventKey;
+      const first = firstInBatch.get(eventKey);
+      if (code === Code.PENDING && first !== undefined) sameInBatch.push([i, first]);
+      else if (code === Code.CREATED || code === Code.PENDING) {
+        toAppend.push(i);
+        firstInBatch.set(eventKey, i);
+      } else if (code === Code.CONFLICT) {
+        results[i] = { status: "rejected", error: new RendezvousError("event_id_conflict") };
+      } else throw failure(code);
+    }
+
+    const prefix = eventRecordPrefix(producer);
+    const appended = await this.ctx.perPartition<Appended>(
+      toAppend,
+      (i) => keys.partition((items[i] as Item).matchPartition),
+      (k, members) => {
+        let keepMs = config.dedupWindowMs;
+        const events = members.map((i) => {
+          const it = items[i] as Item;
+          const retention = retentionFor(config as Config, it.input.type);
+          keepMs = Math.max(keepMs, retention);
+          return { eventKey: it.eventKey, head: eventRecordHead(prefix, it, retention) };
+        });
+        return appendEventsCall(k, { keepMs, now, events });
+      },
+      appendEventsResults,
+    );
+    failpoint("ingest.after-append");
+
+    const duplicates: IngestResult[] = [];
+    const acceptedAtOf = new Map<string, string>();
+    for (const i of toAppend) {
+      const outcome = appended[i] as Appended;
+      const it = items[i] as Item;
+      if (outcome.existing !== undefined) {
+        results[i] = { status: "duplicate", event: parseEventRecord(outcome.existing, this.ctx.now() ?? Date.now()) };
+        duplicates.push(results[i]);
+        continue;
+      }
+      const sid = outcome.streamId;
+      // the events of one append call share their stream id: one date per call
+      let acceptedAt = acceptedAtOf.get(sid);
+      if (acceptedAt === undefined) {
+        acceptedAt = iso(Number(sid.slice(0, sid.indexOf("-"))));
+        acceptedAtOf.set(sid, acceptedAt);
+      }
+      results[i] = { status: "accepted", event: acceptedEventRecord(tenant, producer, it.input, acceptedAt, sid) };
+    }
+
+    for (const [later, first] of sameInBatch) {
+      const original = results[first];
+      if (original && original.status !== "rejected") results[later] = { status: "duplicate", event: original.event };
+    }
+    if (duplicates.length > 0) await this.noteDuplicates(duplicates);
+    return results as IngestResult[];
+  }
+
+  /** Records `duplicate_ignored` once per (wait, event) on the waits a re-sent event reached. */
+  private async noteDuplicates(duplicates: Array<IngestResult | undefined>): Promise<void> {
+    const { keys } = this.ctx;
+    const calls: ScriptCall[] = [];
+    for (const r of duplicates) {
+      if (r?.status !== "duplicate") continue;
+      const ref = { pr: r.event.producer, id: r.event.id, at: Date.parse(r.event.acceptedAt), sid: r.event.streamId };
+      for (const waitId of [...r.event.matchedWaits, ...r.event.lateFor]) {
+        const p = keys.waitPartition(waitId);
+        if (p === null) continue;
+        calls.push(
+          annotateWaitCall(keys.partition(p), {
+            waitId,
+            tenantPrefix: "",
+            what: "duplicate_ignored",
+            detail: JSON.stringify({ ev: ref }),
+            once: true,
+            now: this.ctx.now(),
+          }),
+        );
+      }
+    }
+    await this.ctx.runAll(calls);
+  }
+
+  /** An accepted event of a tenant's producer, or null. */
+  async getEvent(tenant: string, producer: string, eventId: string): Promise<EventRecord | null> {
+    const { keys, redis } = this.ctx;
+    const eventKey = keys.eventKey(tenant, producer, eventId);
+    const dedupRaw = await redis.hget(
+      keys.partition(keys.eventPartition(tenant, producer, eventId)).events,
+      dedupField(eventKey),
+    );
+    if (!dedupRaw) return null;
+    const raw = await redis.hget(keys.partition(dedupMatchPartition(dedupRaw)).events, eventField(eventKey));
+    return raw ? parseEventRecord(raw, this.ctx.now() ?? Date.now()) : null;
+  }
+
+  /**
+   * Remembers refused events (capped per match key, kept for retention), one
+   * pipelined round trip. Only events whose type and correlation id are readable
+   * can be placed; the caller skips the others.
+   */
+  async recordRejections(
+    tenant: string,
+    refusals: Array<{
+      producer: string;
+      eventType: string;
+      correlationId: string;
+      eventId?: string;
+      reason: string;
+      detail?: string;
+    }>,
+  ): Promise<void> {
+    const { keys, config } = this.ctx;
+    const now = this.ctx.now();
+    await this.ctx.runAll(
+      refusals.map((r) =>
+        recordRejectionCall(keys.partition(keys.matchPartition(tenant, r.eventType, r.correlationId)), {
+          matchKey: keys.matchKey(tenant, r.eventType, r.correlationId),
+          refusal: rejectionRecord(r),
+          cap: REJECTIONS_KEPT,
+          keepMs: config.retentionMs,
+          now,
+        }),
+      ),
+    );
+  }
+
+  /** The refusals remembered for a match key, oldest first. */
+  async rejections(tenant: string, eventType: string, correlationId: string): Promise<Rejection[]> {
+    const { keys } = this.ctx;
+    const k = keys.partition(keys.matchPartition(tenant, eventType, correlationId));
+    const raw = await this.ctx.redis.hget(k.rejected, keys.matchKey(tenant, eventType, correlationId));
+    return raw ? toRejections(raw) : [];
+  }
+}

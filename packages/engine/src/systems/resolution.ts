@@ -1,0 +1,94 @@
+/**
+ * Resolution by the workers: the match of stream entries (matcher), timeouts by the
+ * event-time rule (scheduler), and the removal of what has outlived its time (sweeper).
+ */
+
+import type { EngineContext } from "../engine-context.js";
+import { tagPartition, waitIdPrefix } from "../formats/index-members.js";
+import { expireRecordsCall, expireRecordsResult } from "../transitions/expireRecords.js";
+import { forgetRunPositionsCall } from "../transitions/forgetRunPositions.js";
+import { type MatchResult, matchEventCall, matchEventResult } from "../transitions/matchEvent.js";
+import type { Reply } from "../transitions/replies.js";
+import { type TimeoutResult, timeoutWaitCall, timeoutWaitResult } from "../transitions/timeoutWait.js";
+
+export class ResolutionSystem {
+  constructor(private readonly ctx: EngineContext) {}
+
+  /** Runs the match for stream entries of one partition, in one round trip. */
+  async match(partition: number, entries: Array<{ streamId: string; eventKey: string }>): Promise<MatchResult[]> {
+    const { keys, config } = this.ctx;
+    const k = keys.partition(partition);
+    const now = this.ctx.now();
+    const replies = await this.ctx.runAll(
+      entries.map((e) =>
+        matchEventCall(k, {
+          streamId: e.streamId,
+          eventKey: e.eventKey,
+          fanoutCap: config.fanoutCap,
+          retentionMs: config.retentionMs,
+          now,
+          idPrefix: waitIdPrefix(partition),
+        }),
+      ),
+    );
+    return replies.map(matchEventResult);
+  }
+
+  /** Tries to time out a wait by the event-time rule. */
+  async timeout(waitId: string): Promise<TimeoutResult> {
+    const [result] = await this.timeoutMany([waitId]);
+    return result as TimeoutResult;
+  }
+
+  /** Tries to time out several waits, in one round trip. */
+  async timeoutMany(waitIds: string[]): Promise<TimeoutResult[]> {
+    const { keys, config } = this.ctx;
+    const now = this.ctx.now();
+    const known = waitIds.map((id) => ({ id, p: keys.waitPartition(id) }));
+    const calls = known.flatMap(({ id, p }) =>
+      p === null ? [] : [timeoutWaitCall(keys.partition(p), { waitId: id, retentionMs: config.retentionMs, now })],
+    );
+    const replies = await this.ctx.runAll(calls);
+    let j = 0;
+    return known.map(({ id, p }) => {
+      if (p === null) return { outcome: "not_found" };
+      return timeoutWaitResult(id, replies[j++] as Reply);
+    });
+  }
+
+  /** Removes expired records of one partition (bounded work per call). */
+  async expire(partition: number, limit = 200): Promise<{ handled: number; more: boolean }> {
+    const [result] = await this.expireMany([partition], limit);
+    return result as { handled: number; more: boolean };
+  }
+
+  /**
+   * Removes expired records of several partitions, one pipelined round trip; then, when
+   * settled waits were removed, their run-index entries (in their runs' partitions, a
+   * second round trip). Between the two a re-registration of the very same run position
+   * could claim it anew and lose that claim: it then registers like a first time.
+   */
+  async expireMany(partitions: number[], limit = 200): Promise<Array<{ handled: number; more: boolean }>> {
+    const { keys } = this.ctx;
+    const now = this.ctx.now();
+    const replies = await this.ctx.runAll(partitions.map((p) => expireRecordsCall(keys.partition(p), { limit, now })));
+    const results = replies.map(expireRecordsResult);
+    const byRunPartition = new Map<number, Array<{ runPosition: string; tag: string }>>();
+    for (const { waits } of results) {
+      for (const w of waits) {
+        const waitPartition = keys.waitPartition(w.waitId);
+        if (waitPartition === null) continue;
+        const rp = keys.runPartition(w.tenant, w.runId);
+        const list = byRunPartition.get(rp) ?? [];
+        list.push({ runPosition: keys.runPosition(w.tenant, w.runId, w.position), tag: tagPartition(waitPartition) });
+        byRunPartition.set(rp, list);
+      }
+    }
+    if (byRunPartition.size > 0) {
+      await this.ctx.runAll(
+        [...byRunPartition].map(([rp, entries]) => forgetRunPositionsCall(keys.partition(rp), { entries })),
+      );
+    }
+    return results.map(({ handled, more }) => ({ handled, more }));
+  }
+}

@@ -1,0 +1,33 @@
+/** appendEvents (lua/appendEvents-3.lua): second step of ingest, in the match keys' partition. */
+
+import type { PartitionKeys } from "../keys.js";
+import { Packer } from "./packer.js";
+import { Code } from "./replies.js";
+import { clock, type ScriptCall, transitionCall } from "./run.js";
+
+export interface AppendEventsArgs {
+  keepMs: number;
+  now?: number;
+  /** each event's key and record head (formats/event-record.ts), in order */
+  events: Array<{ eventKey: string; head: string }>;
+}
+
+/** Per event: appended (under the call's stream id), or the record stored before under its key. */
+export type Appended = { streamId: string; existing?: undefined } | { existing: string; streamId?: undefined };
+
+export function appendEventsCall(k: PartitionKeys, a: AppendEventsArgs): ScriptCall {
+  let chars = 0;
+  for (const e of a.events) chars += e.eventKey.length + e.head.length + 10;
+  const packed = new Packer(chars * 3);
+  for (const e of a.events) packed.field(e.eventKey).field(e.head);
+  return transitionCall("appendEvents", k, { keepMs: a.keepMs, now: clock(a.now), events: packed.done() });
+}
+
+/** The reply { streamId, one code digit per event, the stored records of the EXISTS ones }, per event. */
+export function appendEventsResults(reply: unknown): Appended[] {
+  const [sid, codes, records] = reply as [string, string, string[]];
+  let r = 0;
+  return Array.from(String(codes), (c) =>
+    Number(c) === Code.EXISTS ? { existing: String(records[r++]) } : { streamId: String(sid) },
+  );
+}

@@ -1,0 +1,51 @@
+/** timeoutWait (lua/timeoutWait-8.lua): a wait timed out by the event-time rule. */
+
+import type { Wait } from "@rendezvous/protocol";
+import { waitOf } from "../formats/wait-record.js";
+import { MATCHER_GROUP, type PartitionKeys } from "../keys.js";
+import { Code, failure, type Reply } from "./replies.js";
+import { clock, type ScriptCall, transitionCall } from "./run.js";
+
+/**
+ * What `timeout` did. `backlog`: not now, an event accepted at or before the deadline is
+ * still unprocessed (one of the wait's match key, or more than 100 events or stream
+ * entries of its partition): retry shortly.
+ */
+export type TimeoutResult =
+  | { outcome: "timed_out"; wait: Wait }
+  | { outcome: "not_waiting"; wait: Wait }
+  | { outcome: "not_found" }
+  | { outcome: "not_due"; deadline: number | null }
+  | { outcome: "backlog"; deadline: number };
+
+export interface TimeoutWaitArgs {
+  waitId: string;
+  retentionMs: number;
+  now?: number;
+}
+
+export function timeoutWaitCall(k: PartitionKeys, a: TimeoutWaitArgs): ScriptCall {
+  return transitionCall("timeoutWait", k, {
+    waitId: a.waitId,
+    retentionMs: a.retentionMs,
+    now: clock(a.now),
+    group: MATCHER_GROUP,
+  });
+}
+
+export function timeoutWaitResult(waitId: string, [code, value]: Reply): TimeoutResult {
+  switch (code) {
+    case Code.RESOLVED:
+      return { outcome: "timed_out", wait: waitOf(waitId, value) };
+    case Code.NOT_WAITING:
+      return { outcome: "not_waiting", wait: waitOf(waitId, value) };
+    case Code.NOT_FOUND:
+      return { outcome: "not_found" };
+    case Code.NOT_DUE:
+      return { outcome: "not_due", deadline: value === "" ? null : Number(value) };
+    case Code.BACKLOG:
+      return { outcome: "backlog", deadline: Number(value) };
+    default:
+      throw failure(code);
+  }
+}
