@@ -5,6 +5,7 @@
  */
 import * as core from "@rendezvous/protocol";
 import { describe, expect, expectTypeOf, it } from "vitest";
+import type { ConsumeResult } from "../src/host.js";
 import type * as wire from "../src/wire.js";
 
 describe("wire types", () => {
@@ -29,6 +30,8 @@ describe("wire types", () => {
     expectTypeOf<wire.Verdict>().toEqualTypeOf<core.Verdict>();
     expectTypeOf<wire.Explanation>().toEqualTypeOf<core.Explanation>();
     expectTypeOf<wire.ErrorCode>().toEqualTypeOf<core.ErrorCode>();
+    expectTypeOf<Omit<ConsumeResult, "wait">>().toEqualTypeOf<Omit<core.ConsumeResult, "wait">>();
+    expectTypeOf<ConsumeResult["wait"]>().toEqualTypeOf<wire.Wait>();
   });
 
   it("name every code of the error catalogue, and no other", () => {

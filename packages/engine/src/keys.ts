@@ -20,7 +20,7 @@ export interface PartitionKeys {
   readonly deadlines: string;
   /** lex zset "<mk><padded stream id><eventKey>" of buffered events */
   readonly inbox: string;
-  /** hash "e:<eventKey>" → event record, "d:<eventKey>" → dedup record */
+  /** hash event key → event record and dedup record (fields: formats/event-record.ts) */
   readonly events: string;
   /** zset of records to remove, scored by time */
   readonly expiry: string;

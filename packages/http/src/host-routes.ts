@@ -14,6 +14,7 @@ import {
   withinCommandTimeout,
 } from "@rendezvous/engine";
 import {
+  ConsumeResult,
   CorrelationId,
   EventType,
   errorResponses,
@@ -83,9 +84,6 @@ const Explanation = z
     details: z.record(z.string(), z.unknown()),
   })
   .meta({ id: "Explanation" });
-const ConsumeResult = z
-  .object({ first: z.boolean(), consumption: z.object({ by: z.string(), at: z.string() }), wait: Wait })
-  .meta({ id: "ConsumeResult" });
 const DeliverResult = z.object({ delivered: z.array(z.string()), matched: z.number() }).meta({ id: "DeliverResult" });
 
 /**

@@ -6,7 +6,7 @@
  */
 import { z } from "zod";
 import { type ErrorCode, errorCatalogue } from "./errors.js";
-import { EventInput, EventRecord, Wait } from "./schemas.js";
+import { Consumption, EventInput, EventRecord, Wait } from "./schemas.js";
 
 const codes = Object.keys(errorCatalogue) as [ErrorCode, ...ErrorCode[]];
 
@@ -42,6 +42,12 @@ export function errorResponses<S extends ErrorStatus>(...statuses: S[]): Record<
 
 /** `{"wait": Wait}` */
 export const WaitResponse = z.object({ wait: Wait }).meta({ id: "WaitResponse" });
+
+/** The answer of `POST /v1/waits/{id}/consume`: `first` is true for exactly one caller. */
+export const ConsumeResult = z
+  .object({ first: z.boolean(), consumption: Consumption, wait: Wait })
+  .meta({ id: "ConsumeResult" });
+export type ConsumeResult = z.infer<typeof ConsumeResult>;
 /** `{"event": EventRecord}` */
 export const EventResponse = z.object({ event: EventRecord }).meta({ id: "EventResponse" });
 

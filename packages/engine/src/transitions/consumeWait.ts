@@ -1,16 +1,12 @@
 /** consumeWait (lua/consumeWait-1.lua): the first claimer of a settled wait's continuation. */
 
-import type { Consumption, Wait } from "@rendezvous/protocol";
+import type { ConsumeResult, Consumption } from "@rendezvous/protocol";
 import { waitOf } from "../formats/wait-record.js";
 import type { PartitionKeys } from "../keys.js";
 import { Code, failure, type Reply } from "./replies.js";
 import { clock, type ScriptCall, transitionCall } from "./run.js";
 
-export interface ConsumeResult {
-  first: boolean;
-  consumption: Consumption;
-  wait: Wait;
-}
+export type { ConsumeResult };
 
 export interface ConsumeWaitArgs {
   waitId: string;
