@@ -45,7 +45,7 @@ export * from "./limits.js";
 export * from "./openapi.js";
 export * from "./openapi-components.js";
 export * from "./ops.js";
-export { type EventOutcome, IngestSystem, type IngestSystemDeps, MAX_BATCH } from "./producers/ingest.js";
+export { MAX_BATCH, ProducerIngest, type ProducerIngestDeps } from "./producers/ingest.js";
 export { type IngestRoutesOptions, ingestRoutes } from "./producers/routes.js";
 export {
   type Checked,

@@ -1,12 +1,12 @@
+import type { IngestResult } from "@rendezvous/engine";
 import { RendezvousError } from "@rendezvous/protocol";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { batchResult, encodeBatchAnswer } from "../src/producers/answer.js";
-import type { EventOutcome } from "../src/producers/ingest.js";
 import { makeApp } from "./helpers.js";
 
 /** What the batch route answered before it had its own encoder. */
-const reference = (outcomes: EventOutcome[]) => Buffer.from(JSON.stringify({ results: outcomes.map(batchResult) }));
+const reference = (outcomes: IngestResult[]) => Buffer.from(JSON.stringify({ results: outcomes.map(batchResult) }));
 
 describe("encodeBatchAnswer", () => {
   it("writes the same bytes as JSON.stringify for the outcomes the Store makes: accepted, duplicate (matched and not), in batches of every size", async () => {
@@ -46,7 +46,7 @@ describe("encodeBatchAnswer", () => {
       matchedWaits: fc.array(fc.constant("w1.abc"), { maxLength: 1 }),
       lateFor: fc.array(fc.constant("w2.def"), { maxLength: 1 }),
     });
-    const outcome: fc.Arbitrary<EventOutcome> = fc.oneof(
+    const outcome: fc.Arbitrary<IngestResult> = fc.oneof(
       record.map((event) => ({ status: "accepted" as const, event })),
       record.map((event) => ({ status: "duplicate" as const, event })),
       fc.constant({ status: "rejected" as const, error: new RendezvousError("event_id_conflict") }),
@@ -58,7 +58,7 @@ describe("encodeBatchAnswer", () => {
       { numRuns: 500, seed: 11 },
     );
     // far beyond the initial 64 KB buffer: 3,000 results of about 600 bytes
-    const big: EventOutcome[] = Array.from({ length: 3000 }, (_, i) => ({
+    const big: IngestResult[] = Array.from({ length: 3000 }, (_, i) => ({
       status: "accepted",
       event: {
         id: `${"🙂".repeat(100)}-${i}`,

@@ -6,11 +6,12 @@
  * large objects fill. Here each result is one small string written into a reused
  * buffer, and the answer is one copy out of it.
  */
+
+import type { IngestResult } from "@rendezvous/engine";
 import type { EventRecord } from "@rendezvous/protocol";
-import type { EventOutcome } from "./ingest.js";
 
 /** One result of a batch answer, as docs/api.md shows it. */
-export function batchResult(outcome: EventOutcome) {
+export function batchResult(outcome: IngestResult) {
   if (outcome.status !== "rejected") return outcome;
   return { status: "rejected", error: outcome.error.toJSON().error };
 }
@@ -35,7 +36,7 @@ function ensure(at: number, chars: number): void {
  * event (no matched or late waits yet: every accepted one) is written from its fields;
  * anything else goes through `JSON.stringify`.
  */
-export function encodeBatchAnswer(outcomes: readonly EventOutcome[]): Buffer {
+export function encodeBatchAnswer(outcomes: readonly IngestResult[]): Buffer {
   let at = scratch.write('{"results":[', 0, "latin1");
   // tenant, producer, acceptedAt and streamId repeat from one event to the next
   let tenant: string | undefined;
@@ -45,7 +46,7 @@ export function encodeBatchAnswer(outcomes: readonly EventOutcome[]): Buffer {
   let shared = "";
   let tail = "";
   for (let i = 0; i < outcomes.length; i++) {
-    const o = outcomes[i] as EventOutcome;
+    const o = outcomes[i] as IngestResult;
     let text: string;
     if (o.status === "accepted" && isFresh(o.event)) {
       const e = o.event;

@@ -21,10 +21,7 @@ import { type EventValidator, invalidEvent, type Refused, readableId, readableMa
 /** Most events in one batch request. */
 export const MAX_BATCH = 500;
 
-/** The answer for one event (a batch answers one per event, in order): the Store's result. */
-export type EventOutcome = IngestResult;
-
-export interface IngestSystemDeps {
+export interface ProducerIngestDeps {
   store: Store;
   validator: EventValidator;
   metrics: Metrics;
@@ -39,16 +36,16 @@ type Slot = { kind: "valid"; event: IngestInput } | ({ kind: "refused" } & Refus
 interface Gathered {
   producer: ProducerIdentity;
   slots: Slot[];
-  waiters: Array<{ resolve: (o: EventOutcome) => void; reject: (e: unknown) => void }>;
+  waiters: Array<{ resolve: (o: IngestResult) => void; reject: (e: unknown) => void }>;
 }
 
-export class IngestSystem {
-  readonly #d: IngestSystemDeps;
+export class ProducerIngest {
+  readonly #d: ProducerIngestDeps;
   /** single sends gathered since the last flush, by tenant/producer */
   readonly #gathered = new Map<string, Gathered>();
   #flushing = false;
 
-  constructor(deps: IngestSystemDeps) {
+  constructor(deps: ProducerIngestDeps) {
     this.#d = deps;
   }
 
@@ -60,9 +57,9 @@ export class IngestSystem {
    * sends of one event id among them are ordered as in a batch (the first is accepted,
    * the second a duplicate or a conflict).
    */
-  async single(producer: ProducerIdentity, raw: unknown): Promise<EventOutcome> {
+  async single(producer: ProducerIdentity, raw: unknown): Promise<IngestResult> {
     const slot = this.#check(producer, raw);
-    return new Promise<EventOutcome>((resolve, reject) => {
+    return new Promise<IngestResult>((resolve, reject) => {
       const key = `${producer.tenant}/${producer.producer}`;
       let g = this.#gathered.get(key);
       if (!g) {
@@ -89,7 +86,7 @@ export class IngestSystem {
         this.run(g.producer, g.slots.slice(i, i + MAX_BATCH)).then(
           (outcomes) => {
             waiters.forEach((w, j) => {
-              w.resolve(outcomes[j] as EventOutcome);
+              w.resolve(outcomes[j] as IngestResult);
             });
           },
           (err: unknown) => {
@@ -105,7 +102,7 @@ export class IngestSystem {
    * `maxPayloadBytes` by its serialized size); the valid ones go to the Store in one call.
    * @throws RendezvousError `invalid_event` when the body itself is not such an object
    */
-  async batch(producer: ProducerIdentity, body: unknown): Promise<EventOutcome[]> {
+  async batch(producer: ProducerIdentity, body: unknown): Promise<IngestResult[]> {
     const max = this.#d.maxPayloadBytes;
     const slots = batchEvents(body).map((raw): Slot => {
       const checked = this.#check(producer, raw);
@@ -131,7 +128,7 @@ export class IngestSystem {
     return checked.ok ? { kind: "valid", event: checked.event } : { ...checked, kind: "refused" };
   }
 
-  private async run(producer: ProducerIdentity, slots: Slot[]): Promise<EventOutcome[]> {
+  private async run(producer: ProducerIdentity, slots: Slot[]): Promise<IngestResult[]> {
     const { store, metrics } = this.#d;
     const { tenant } = producer;
     const valid = slots.flatMap((s, i) => (s.kind === "valid" ? [{ i, event: s.event }] : []));
@@ -144,7 +141,7 @@ export class IngestSystem {
           )
         : [];
 
-    const outcomes: EventOutcome[] = new Array(slots.length);
+    const outcomes: IngestResult[] = new Array(slots.length);
     const refusals: Refused[] = [];
     slots.forEach((s, i) => {
       if (s.kind === "refused") {

@@ -12,6 +12,7 @@
  * bad input never gets a 5xx, nor does a client that went away.
  */
 
+import type { IngestResult } from "@rendezvous/engine";
 import { type Config, createLogger, createMetrics, type Logger, type Metrics, type Store } from "@rendezvous/engine";
 import { Name, RendezvousError } from "@rendezvous/protocol";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
@@ -30,7 +31,7 @@ import { lingerAfterTooLarge, sendApiError, toApiError } from "../http-errors.js
 import { RateLimiter } from "../rate-limit.js";
 import { clientAborted, closeUnreadBodies } from "../unread-body.js";
 import { encodeBatchAnswer } from "./answer.js";
-import { type EventOutcome, IngestSystem, MAX_BATCH } from "./ingest.js";
+import { MAX_BATCH, ProducerIngest } from "./ingest.js";
 import { DOCUMENTED_ONLY, getEventSchema, publishEventSchema, publishEventsSchema } from "./route-docs.js";
 import { EventValidator, invalidEvent, MAX_JSON_DEPTH, parseJsonBody, poisonedPath, scanEvent } from "./validation.js";
 
@@ -83,7 +84,7 @@ function refuseBadEnvelope(body: unknown): void {
 }
 
 /** `{"status", "event"}` for one outcome, or the error it is. */
-function single(reply: FastifyReply, outcome: EventOutcome) {
+function single(reply: FastifyReply, outcome: IngestResult) {
   if (outcome.status === "rejected") throw outcome.error;
   return reply.code(outcome.status === "accepted" ? 202 : 200).send({ status: outcome.status, event: outcome.event });
 }
@@ -97,7 +98,7 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
   const credentials: CredentialIndex = indexCredentials(config);
   const validator = new EventValidator(config);
   const limiter = new RateLimiter(now);
-  const ingest = new IngestSystem({ store, validator, metrics, logger, maxPayloadBytes: config.maxPayloadBytes });
+  const ingest = new ProducerIngest({ store, validator, metrics, logger, maxPayloadBytes: config.maxPayloadBytes });
 
   // Raw bytes for every content type (this context only): we verify, then parse.
   app.removeAllContentTypeParsers();
