@@ -32,6 +32,8 @@ export interface ThroughputRow {
   ofCeiling: number;
   /** µs of CPU (user + sys) per resolved event */
   cpu: { product: number; redis: number; sum: number; byProcess: Record<string, number>; driver: number };
+  /** CPU ms per second of the same processes idle, over the second before the events */
+  idle: { product: number; redis: number };
 }
 
 export interface LatencyRow {
@@ -42,6 +44,8 @@ export interface LatencyRow {
 
 export interface BlackboxResult {
   opts: BlackboxOptions;
+  /** what the CLI ran: the built JavaScript (npm run build) or the TypeScript sources through tsx */
+  product: "dist" | "sources";
   node: string;
   redis: string;
   cores: number;
@@ -64,7 +68,7 @@ export function printBlackbox(r: BlackboxResult): void {
   const opts = r.opts;
   console.log(`\nblack-box resolve path — ${new Date().toISOString()}; ${machine()}`);
   console.log(
-    `Node ${r.node}, Redis ${r.redis} (appendonly yes, appendfsync everysec), ${r.cores} cores, CLK_TCK ${r.clkTck}; ${opts.partitions} partitions`,
+    `Node ${r.node}, Redis ${r.redis} (appendonly yes, appendfsync everysec), ${r.cores} cores, CLK_TCK ${r.clkTck}; ${opts.partitions} partitions; the CLI ran its ${r.product === "dist" ? "built JavaScript" : "TypeScript sources (tsx)"}`,
   );
   console.log(`load average (1/5/15 min): ${r.loadStart} at start, ${r.loadEnd} at end`);
   console.log(
@@ -72,7 +76,19 @@ export function printBlackbox(r: BlackboxResult): void {
   );
   printTable(
     `throughput: ${fmt(opts.events)} waits, then ${fmt(opts.events)} events (send → continuation received); CPU µs per resolved event`,
-    ["config", "producers", "worker", "events/s", "of ceiling", "product", "redis", "sum", "by process", "driver"],
+    [
+      "config",
+      "producers",
+      "worker",
+      "events/s",
+      "of ceiling",
+      "product",
+      "redis",
+      "sum",
+      "by process",
+      "driver",
+      "idle ms/s",
+    ],
     r.throughput.map((t) => [
       t.config,
       producersLabel(t),
@@ -84,11 +100,15 @@ export function printBlackbox(r: BlackboxResult): void {
       Math.round(t.cpu.sum),
       Object.keys(t.cpu.byProcess).length > 1
         ? Object.entries(t.cpu.byProcess)
-            .map(([name, us]) => `${name} ${Math.round(us)}`)
+            .map(([name, us]) => `${name} ${fmt(Math.round(us))}`)
             .join(" · ")
         : "",
       Math.round(t.cpu.driver),
+      `${fmt(t.idle.product)} / ${fmt(t.idle.redis)}`,
     ]),
+  );
+  console.log(
+    "product: every rendezvous process; redis: redis-server (both user + sys, event phase only); driver: this process (producers, host worker), not in the sum; idle ms/s: product / redis CPU over the idle second before the events",
   );
   printTable(
     `one at a time: ${fmt(opts.singles)} events, send → continuation received, ms`,

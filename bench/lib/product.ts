@@ -5,11 +5,16 @@
  * from /proc (Linux).
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { sleep } from "./stats.js";
 
 const bin = fileURLToPath(new URL("../../packages/server/bin/rendezvous.js", import.meta.url));
+
+/** What the CLI runs: its built JavaScript when present (npm run build), else its sources through tsx. */
+export function productBuild(): "dist" | "sources" {
+  return existsSync(fileURLToPath(new URL("../../packages/server/dist/cli.js", import.meta.url))) ? "dist" : "sources";
+}
 
 export type RoleName = "start" | "api" | "matcher" | "dispatcher" | "scheduler";
 

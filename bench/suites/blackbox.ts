@@ -44,7 +44,15 @@ import {
 } from "../lib/blackbox-report.js";
 import { measureCeiling, RESOLVE_CEILING } from "../lib/ceiling.js";
 import { runPool } from "../lib/pool.js";
-import { clkTck, cpuSnapshot, type RoleName, type RoleProcess, ready, startRole } from "../lib/product.js";
+import {
+  clkTck,
+  cpuSnapshot,
+  productBuild,
+  type RoleName,
+  type RoleProcess,
+  ready,
+  startRole,
+} from "../lib/product.js";
 import { Arrivals, bullmqReceiver, httpReceiver, type Receiver, type Transport } from "../lib/receivers.js";
 import { info, quiesce, startBenchRedis } from "../lib/redis.js";
 import { load, machine, saveResults } from "../lib/setup.js";
@@ -142,10 +150,15 @@ async function throughputRow(
   progress(`${ctx.config}: registering ${fmt(n)} waits`);
   const { correlationIds, waitIds } = await register(ctx.base, n);
   await quiesce(ctx.admin);
-  await sleep(500);
+  const pids = { ...ctx.pids, redis: ctx.redisPid };
+  // the idle cost: CPU of the same processes over a second with nothing to do
+  const idle0 = cpuSnapshot(pids);
+  const idleFrom = performance.now();
+  await sleep(1000);
+  const idle1 = cpuSnapshot(pids);
+  const idleSeconds = (performance.now() - idleFrom) / 1000;
   progress(`${ctx.config}: ${fmt(n)} events (${producers}, ${transport} worker)`);
   const expected = waitIds.map((id) => ctx.arrivals.expect(id));
-  const pids = { ...ctx.pids, redis: ctx.redisPid };
   const cpu0 = cpuSnapshot(pids);
   const driver0 = process.cpuUsage();
   const t0 = performance.now();
@@ -160,6 +173,8 @@ async function throughputRow(
   const byProcess = Object.fromEntries(Object.keys(ctx.pids).map((name) => [name, us(name)]));
   const product = Object.values(byProcess).reduce((s, v) => s + v, 0);
   const redis = us("redis");
+  const idleMs = (names: string[]) =>
+    (names.reduce((sum, k) => sum + (idle1[k] as number) - (idle0[k] as number), 0) * 1000) / idleSeconds;
   return {
     config: ctx.config,
     producers,
@@ -169,6 +184,7 @@ async function throughputRow(
     eventsPerSec: n / seconds,
     ofCeiling: n / seconds / ctx.ceiling,
     cpu: { product, redis, sum: product + redis, byProcess, driver: (driver.user + driver.system) / n },
+    idle: { product: idleMs(Object.keys(ctx.pids)), redis: idleMs(["redis"]) },
   };
 }
 
@@ -260,6 +276,7 @@ export async function blackbox(redisUrl: string, opts: BlackboxOptions): Promise
     const cores = availableParallelism();
     return {
       opts,
+      product: productBuild(),
       node: process.version,
       redis,
       cores,
