@@ -13,9 +13,10 @@
  * - the host's continuation worker in this (driver) process, concurrency 50: a bullmq
  *   `Worker` on `continuations.<tenant>`, then the client's HTTP claim `ContinuationWorker`
  *   (bench/lib/receivers.ts); "received" = the handler is invoked;
- * - per row, N waits registered over HTTP (`POST /v1/waits`, host key, 64 in flight; not
- *   timed), then N events, each resolving one wait: one per `POST /v1/events` (64 in
- *   flight) or `POST /v1/events/batch` (100 per batch, 4 in flight), producer bearer key;
+ * - per row, over keep-alive node:http connections (bench/lib/http-post.ts): N waits
+ *   registered (`POST /v1/waits`, host key, 64 in flight; not timed), then N events, each
+ *   resolving one wait: one per `POST /v1/events` (64 in flight) or `POST /v1/events/batch`
+ *   (100 per batch, 4 in flight), producer bearer key;
  *   events/s = N / (first send → last continuation received);
  * - CPU per resolved event: utime + stime (/proc/<pid>/stat, CLK_TCK) of every product
  *   process and of redis-server, sampled at the start and the end of the event phase
@@ -43,6 +44,7 @@ import {
   type ThroughputRow,
 } from "../lib/blackbox-report.js";
 import { measureCeiling, RESOLVE_CEILING } from "../lib/ceiling.js";
+import { type Poster, poster } from "../lib/http-post.js";
 import { runPool } from "../lib/pool.js";
 import {
   clkTck,
@@ -70,29 +72,22 @@ const ROLES: Record<Configuration, RoleName[]> = {
 };
 
 const producerHeaders = {
-  "content-type": "application/json",
   authorization: `Bearer ${PRODUCER_KEY}`,
   "rendezvous-producer": `${TENANT}/svc`,
 };
 
-async function post(url: string, headers: Record<string, string>, body: unknown, ok: number): Promise<unknown> {
-  const r = await fetch(url, { method: "POST", headers, body: JSON.stringify(body) });
-  if (r.status !== ok) throw new Error(`POST ${url}: ${r.status} ${await r.text()}`);
-  return r.json();
-}
-
 let labels = 0;
 
 /** Registers `n` waits over HTTP (64 in flight); their correlation ids, in order, and wait ids. */
-async function register(base: string, n: number): Promise<{ correlationIds: string[]; waitIds: string[] }> {
+async function register(http: Poster, n: number): Promise<{ correlationIds: string[]; waitIds: string[] }> {
   const label = `b${process.pid}x${++labels}`;
   const correlationIds = Array.from({ length: n }, (_, i) => `${label}-${i}`);
   const waitIds: string[] = new Array(n);
-  const headers = { "content-type": "application/json", authorization: `Bearer ${HOST_KEY}` };
+  const headers = { authorization: `Bearer ${HOST_KEY}` };
   await runPool(n, 64, async (i) => {
     const id = correlationIds[i] as string;
     const body = { runId: id, position: "p", eventType: EVENT_TYPE, correlationId: id, timeoutMs: 3_600_000 };
-    const r = (await post(`${base}/v1/waits`, headers, body, 201)) as { wait: { id: string } };
+    const r = JSON.parse(await http.post("/v1/waits", headers, body, 201)) as { wait: { id: string } };
     waitIds[i] = r.wait.id;
   });
   return { correlationIds, waitIds };
@@ -101,16 +96,16 @@ async function register(base: string, n: number): Promise<{ correlationIds: stri
 const event = (correlationId: string) => ({ id: `e-${correlationId}`, type: EVENT_TYPE, correlationId });
 
 /** Sends one event per correlation id: one per request (64 in flight) or in batches (100, 4 in flight). */
-async function send(base: string, correlationIds: string[], producers: "single" | "batch"): Promise<void> {
+async function send(http: Poster, correlationIds: string[], producers: "single" | "batch"): Promise<void> {
   if (producers === "single") {
     await runPool(correlationIds.length, SINGLE_IN_FLIGHT, async (i) => {
-      await post(`${base}/v1/events`, producerHeaders, event(correlationIds[i] as string), 202);
+      await http.post("/v1/events", producerHeaders, event(correlationIds[i] as string), 202);
     });
     return;
   }
   await runPool(Math.ceil(correlationIds.length / BATCH), BATCH_IN_FLIGHT, async (b) => {
     const events = correlationIds.slice(b * BATCH, (b + 1) * BATCH).map(event);
-    await post(`${base}/v1/events/batch`, producerHeaders, { events }, 200);
+    await http.post("/v1/events/batch", producerHeaders, { events }, 200);
   });
 }
 
@@ -132,7 +127,8 @@ async function arrivalsOf(arrivals: Arrivals, expected: Array<Promise<number>>, 
 
 interface Context {
   config: Configuration;
-  base: string;
+  /** keep-alive connections to the API (as many as requests in flight) */
+  http: Poster;
   admin: Redis;
   arrivals: Arrivals;
   pids: Record<string, number>;
@@ -148,7 +144,7 @@ async function throughputRow(
   n: number,
 ): Promise<ThroughputRow> {
   progress(`${ctx.config}: registering ${fmt(n)} waits`);
-  const { correlationIds, waitIds } = await register(ctx.base, n);
+  const { correlationIds, waitIds } = await register(ctx.http, n);
   await quiesce(ctx.admin);
   const pids = { ...ctx.pids, redis: ctx.redisPid };
   // the idle cost: CPU of the same processes over a second with nothing to do
@@ -162,7 +158,7 @@ async function throughputRow(
   const cpu0 = cpuSnapshot(pids);
   const driver0 = process.cpuUsage();
   const t0 = performance.now();
-  const sending = send(ctx.base, correlationIds, producers);
+  const sending = send(ctx.http, correlationIds, producers);
   sending.catch(() => undefined);
   const at = await arrivalsOf(ctx.arrivals, expected, 60_000 + n * 10);
   const cpu1 = cpuSnapshot(pids);
@@ -191,7 +187,7 @@ async function throughputRow(
 /** M events one at a time: send → continuation received, each after the previous one arrived. */
 async function latencyRow(ctx: Context, transport: Transport, m: number): Promise<LatencyRow> {
   progress(`${ctx.config}: registering ${fmt(m)} waits`);
-  const { correlationIds, waitIds } = await register(ctx.base, m);
+  const { correlationIds, waitIds } = await register(ctx.http, m);
   await quiesce(ctx.admin);
   await sleep(500);
   progress(`${ctx.config}: ${fmt(m)} events one at a time (${transport} worker)`);
@@ -199,7 +195,7 @@ async function latencyRow(ctx: Context, transport: Transport, m: number): Promis
   for (let i = 0; i < m; i++) {
     const arrived = ctx.arrivals.expect(waitIds[i] as string);
     const t0 = performance.now();
-    await post(`${ctx.base}/v1/events`, producerHeaders, event(correlationIds[i] as string), 202);
+    await ctx.http.post("/v1/events", producerHeaders, event(correlationIds[i] as string), 202);
     const [at] = await arrivalsOf(ctx.arrivals, [arrived], 30_000);
     ms.push((at as number) - t0);
   }
@@ -226,6 +222,7 @@ async function runConfiguration(
   const roles: RoleProcess[] = ROLES[config].map((name) => startRole(name, { redisUrl, configFile, prefix }));
   const arrivals = new Arrivals();
   let receiver: Receiver | undefined;
+  let http: Poster | undefined;
   const throughput: ThroughputRow[] = [];
   const latency: LatencyRow[] = [];
   try {
@@ -234,7 +231,8 @@ async function runConfiguration(
     const base = urls[0] as string;
     const pids = Object.fromEntries(roles.map((r) => [r.name, r.pid]));
     const redisPid = Number((await info(admin, "server")).get("process_id"));
-    const ctx: Context = { config, base, admin, arrivals, pids, redisPid, ceiling };
+    http = poster(base, SINGLE_IN_FLIGHT);
+    const ctx: Context = { config, http, admin, arrivals, pids, redisPid, ceiling };
     progress(`${config}: ${roles.map((r) => `${r.name} pid ${r.pid}`).join(", ")}; warm-up`);
     receiver = bullmqReceiver(arrivals, { redisUrl, prefix, tenant: TENANT, concurrency: CONCURRENCY });
     await throughputRow(ctx, "bullmq", "single", opts.warmup);
@@ -252,6 +250,7 @@ async function runConfiguration(
     throw err;
   } finally {
     await receiver?.close().catch(() => undefined);
+    http?.close();
     await Promise.all(roles.map((r) => r.stop()));
     rmSync(dir, { recursive: true, force: true });
   }
