@@ -16,6 +16,7 @@ import cliProgress from "cli-progress";
 import { pino } from "pino";
 import { buildApp } from "../../packages/http/src/app.js";
 import { parseArgs } from "../lib/args.js";
+import { type BlackboxResult, blackboxRows } from "../lib/blackbox-report.js";
 import { measureCeiling } from "../lib/ceiling.js";
 import { childBench } from "../lib/child.js";
 import { Stages } from "../lib/instrument.js";
@@ -83,6 +84,8 @@ export async function main(): Promise<void> {
   const memoryWaits = args.number("memory-waits", quick ? 5000 : 100_000);
   const httpSingles = args.number("http-singles", quick ? 1000 : 5000);
   const burstWaits = args.number("burst-waits", quick ? 5000 : 50_000);
+  const blackboxEvents = args.number("blackbox-events", quick ? 500 : 10_000);
+  const blackboxSingles = args.number("blackbox-singles", quick ? 100 : 500);
   const batch = 100;
   const batchesInFlight = 4;
   const started = performance.now();
@@ -440,7 +443,21 @@ export async function main(): Promise<void> {
       verdict: verdict(burst.ratioP95 <= 2),
     });
 
-    const order = (s: string) => Number(s.slice(0, 1));
+    // 10. black box: bench/blackbox.ts (real processes, HTTP producers, a host worker) against this Redis
+    const blackbox = await scenario("10. black box", 1, async (step) => {
+      const sizes = ["--events", String(blackboxEvents), "--singles", String(blackboxSingles)];
+      const r = await childBench<BlackboxResult>(
+        "../blackbox.ts",
+        ["--redis-url", server.url, ...sizes, ...(quick ? ["--quick", "--configs", "start"] : [])],
+        "BLACKBOX_JSON ",
+      );
+      step();
+      return r;
+    });
+    results.blackbox = blackbox;
+    for (const row of blackboxRows(blackbox)) add({ scenario: "10. black box", ...row });
+
+    const order = (s: string) => Number.parseInt(s, 10);
     rows.sort((a, b) => order(a.scenario) - order(b.scenario));
     printTable(
       `rendezvous bench${quick ? " --quick" : ""} (appendfsync ${fsync}): throughput as events/s and as a fraction of the Lua ceiling`,

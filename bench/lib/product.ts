@@ -1,0 +1,115 @@
+/**
+ * The product as users run it: `rendezvous <role>` processes of the CLI
+ * (packages/server/bin/rendezvous.js, the flags of `npm start`), each on a free
+ * loopback port against a given Redis, and the CPU time a process has used, read
+ * from /proc (Linux).
+ */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { sleep } from "./stats.js";
+
+const bin = fileURLToPath(new URL("../../packages/server/bin/rendezvous.js", import.meta.url));
+
+/** What the CLI runs: its built JavaScript when present (npm run build), else its sources through tsx. */
+export function productBuild(): "dist" | "sources" {
+  return existsSync(fileURLToPath(new URL("../../packages/server/dist/cli.js", import.meta.url))) ? "dist" : "sources";
+}
+
+export type RoleName = "start" | "api" | "matcher" | "dispatcher" | "scheduler";
+
+export interface RoleProcess {
+  name: RoleName;
+  pid: number;
+  child: ChildProcess;
+  /** the process's HTTP base URL, once it listens */
+  url: Promise<string>;
+  /** its last output lines (logs) */
+  output(): string;
+  stop(): Promise<void>;
+}
+
+/** Starts `rendezvous <role>` with `--config`, `--redis-url` and `--port 0`; `env` adds variables. */
+export function startRole(
+  name: RoleName,
+  opts: { redisUrl: string; configFile: string; prefix: string; env?: Record<string, string> },
+): RoleProcess {
+  const child = spawn(
+    process.execPath,
+    ["--max-semi-space-size=64", bin, name, "--config", opts.configFile, "--redis-url", opts.redisUrl, "--port", "0"],
+    {
+      env: { ...process.env, RENDEZVOUS_PREFIX: opts.prefix, LOG_LEVEL: "info", ...opts.env },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  let out = "";
+  const url = new Promise<string>((resolve, reject) => {
+    const onData = (d: Buffer) => {
+      out += d.toString();
+      if (out.length > 1_000_000) out = out.slice(-200_000);
+      const m = /listening on (http:\S+?)"/.exec(out);
+      if (m) resolve(m[1] as string);
+    };
+    child.stdout?.on("data", onData);
+    child.stderr?.on("data", onData);
+    child.once("exit", (code) => reject(new Error(`${name} exited (${code}) before listening:\n${out.slice(-2000)}`)));
+  });
+  url.catch(() => undefined);
+  if (child.pid === undefined) throw new Error(`could not start rendezvous ${name}`);
+  // a driver that dies leaves no product process behind
+  const orphan = () => child.kill("SIGKILL");
+  process.once("exit", orphan);
+  child.once("exit", () => process.off("exit", orphan));
+  return {
+    name,
+    pid: child.pid,
+    child,
+    url,
+    output: () => out,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((r) => child.once("exit", r));
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** Polls `GET /readyz` until it answers 200 (Redis reachable, the roles running). */
+export async function ready(base: string, maxMs = 30_000): Promise<void> {
+  const limit = Date.now() + maxMs;
+  for (;;) {
+    const status = await fetch(`${base}/readyz`)
+      .then(async (r) => {
+        await r.arrayBuffer();
+        return r.status;
+      })
+      .catch(() => 0);
+    if (status === 200) return;
+    if (Date.now() > limit) throw new Error(`${base}/readyz answered ${status} for ${maxMs} ms`);
+    await sleep(100);
+  }
+}
+
+let clockTicks: number | undefined;
+
+/** Clock ticks per second of /proc's times (`getconf CLK_TCK`). */
+export function clkTck(): number {
+  clockTicks ??= Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
+  return clockTicks;
+}
+
+/** utime + stime of a process (all its threads) in seconds, from /proc/<pid>/stat. */
+export function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  // fields after "(comm) ": state is [0], utime [11], stime [12]
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / clkTck();
+}
+
+/** CPU seconds of each pid now. */
+export function cpuSnapshot(pids: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, cpuSeconds(pid)]));
+}

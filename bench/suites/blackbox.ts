@@ -1,0 +1,323 @@
+/**
+ * The black-box benchmark of the resolve path: what users pay, from the outside.
+ * `npm run bench:blackbox [-- --quick] [-- --events N] [-- --singles M] [-- --configs start,split]
+ * [-- --redis-url URL] [-- --json]`
+ *
+ * - a private redis-server (AOF on, appendfsync everysec, free loopback port, never 6379,
+ *   stopped by PID) unless `--redis-url`; on it, before any product process runs, the Redis
+ *   ceiling: one ioredis client, 64 in flight, EVALSHA of HGET + HSET + XADD MAXLEN ~ + ZREM
+ *   on keys of one hash tag (bench/lib/ceiling.ts, RESOLVE_CEILING);
+ * - the product as real processes of the CLI: `rendezvous start` (every role in one
+ *   process), then the split roles `api`, `matcher`, `dispatcher`, `scheduler`, each
+ *   configuration on a key prefix of its own;
+ * - the host's continuation worker in this (driver) process, concurrency 50: a bullmq
+ *   `Worker` on `continuations.<tenant>`, then the client's HTTP claim `ContinuationWorker`
+ *   (bench/lib/receivers.ts); "received" = the handler is invoked;
+ * - per row, over keep-alive node:http connections (bench/lib/http-post.ts): N waits
+ *   registered (`POST /v1/waits`, host key, 64 in flight; not timed), then N events, each
+ *   resolving one wait: one per `POST /v1/events` (64 in flight) or `POST /v1/events/batch`
+ *   (100 per batch, 4 in flight), producer bearer key;
+ *   events/s = N / (first send → last continuation received);
+ * - CPU per resolved event: utime + stime (/proc/<pid>/stat, CLK_TCK) of every product
+ *   process and of redis-server, sampled at the start and the end of the event phase
+ *   only, divided by N; product and Redis apart and summed, in µs;
+ * - one at a time: M events sent one after another, each after the previous one's
+ *   continuation arrived; send → continuation received p50 / p90 / p99.
+ *
+ * Driver, product and Redis share the machine: the load average at start and end, the
+ * core count and the Node and Redis versions are printed with the tables.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { availableParallelism, tmpdir } from "node:os";
+import { join } from "node:path";
+import { Redis } from "ioredis";
+import { parseArgs } from "../lib/args.js";
+import {
+  BATCH,
+  BATCH_IN_FLIGHT,
+  type BlackboxOptions,
+  type BlackboxResult,
+  type Configuration,
+  type LatencyRow,
+  printBlackbox,
+  SINGLE_IN_FLIGHT,
+  type ThroughputRow,
+} from "../lib/blackbox-report.js";
+import { measureCeiling, RESOLVE_CEILING } from "../lib/ceiling.js";
+import { type Poster, poster } from "../lib/http-post.js";
+import { runPool } from "../lib/pool.js";
+import {
+  clkTck,
+  cpuSnapshot,
+  productBuild,
+  type RoleName,
+  type RoleProcess,
+  ready,
+  startRole,
+} from "../lib/product.js";
+import { Arrivals, bullmqReceiver, httpReceiver, type Receiver, type Transport } from "../lib/receivers.js";
+import { info, quiesce, startBenchRedis } from "../lib/redis.js";
+import { load, machine, saveResults } from "../lib/setup.js";
+import { sleep, summarize } from "../lib/stats.js";
+import { fmt, progress } from "../lib/table.js";
+
+const TENANT = "acme";
+const HOST_KEY = "hk_blackbox";
+const PRODUCER_KEY = "pk_blackbox";
+const EVENT_TYPE = "bench.done";
+const CONCURRENCY = 50;
+const ROLES: Record<Configuration, RoleName[]> = {
+  start: ["start"],
+  split: ["api", "matcher", "dispatcher", "scheduler"],
+};
+
+const producerHeaders = {
+  authorization: `Bearer ${PRODUCER_KEY}`,
+  "rendezvous-producer": `${TENANT}/svc`,
+};
+
+let labels = 0;
+
+/** Registers `n` waits over HTTP (64 in flight); their correlation ids, in order, and wait ids. */
+async function register(http: Poster, n: number): Promise<{ correlationIds: string[]; waitIds: string[] }> {
+  const label = `b${process.pid}x${++labels}`;
+  const correlationIds = Array.from({ length: n }, (_, i) => `${label}-${i}`);
+  const waitIds: string[] = new Array(n);
+  const headers = { authorization: `Bearer ${HOST_KEY}` };
+  await runPool(n, 64, async (i) => {
+    const id = correlationIds[i] as string;
+    const body = { runId: id, position: "p", eventType: EVENT_TYPE, correlationId: id, timeoutMs: 3_600_000 };
+    const r = JSON.parse(await http.post("/v1/waits", headers, body, 201)) as { wait: { id: string } };
+    waitIds[i] = r.wait.id;
+  });
+  return { correlationIds, waitIds };
+}
+
+const event = (correlationId: string) => ({ id: `e-${correlationId}`, type: EVENT_TYPE, correlationId });
+
+/** Sends one event per correlation id: one per request (64 in flight) or in batches (100, 4 in flight). */
+async function send(http: Poster, correlationIds: string[], producers: "single" | "batch"): Promise<void> {
+  if (producers === "single") {
+    await runPool(correlationIds.length, SINGLE_IN_FLIGHT, async (i) => {
+      await http.post("/v1/events", producerHeaders, event(correlationIds[i] as string), 202);
+    });
+    return;
+  }
+  await runPool(Math.ceil(correlationIds.length / BATCH), BATCH_IN_FLIGHT, async (b) => {
+    const events = correlationIds.slice(b * BATCH, (b + 1) * BATCH).map(event);
+    await http.post("/v1/events/batch", producerHeaders, { events }, 200);
+  });
+}
+
+/** Every arrival, or an error naming how many are missing after `maxMs`. */
+async function arrivalsOf(arrivals: Arrivals, expected: Array<Promise<number>>, maxMs: number): Promise<number[]> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`${arrivals.outstanding} continuations not received after ${maxMs} ms`)),
+      maxMs,
+    );
+  });
+  try {
+    return await Promise.race([Promise.all(expected), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+interface Context {
+  config: Configuration;
+  /** keep-alive connections to the API (as many as requests in flight) */
+  http: Poster;
+  admin: Redis;
+  arrivals: Arrivals;
+  pids: Record<string, number>;
+  redisPid: number;
+  ceiling: number;
+}
+
+/** N waits, then N events resolving them; events/s and CPU per event over the event phase. */
+async function throughputRow(
+  ctx: Context,
+  transport: Transport,
+  producers: "single" | "batch",
+  n: number,
+): Promise<ThroughputRow> {
+  progress(`${ctx.config}: registering ${fmt(n)} waits`);
+  const { correlationIds, waitIds } = await register(ctx.http, n);
+  await quiesce(ctx.admin);
+  const pids = { ...ctx.pids, redis: ctx.redisPid };
+  // the idle cost: CPU of the same processes over a second with nothing to do
+  const idle0 = cpuSnapshot(pids);
+  const idleFrom = performance.now();
+  await sleep(1000);
+  const idle1 = cpuSnapshot(pids);
+  const idleSeconds = (performance.now() - idleFrom) / 1000;
+  progress(`${ctx.config}: ${fmt(n)} events (${producers}, ${transport} worker)`);
+  const expected = waitIds.map((id) => ctx.arrivals.expect(id));
+  const cpu0 = cpuSnapshot(pids);
+  const driver0 = process.cpuUsage();
+  const t0 = performance.now();
+  const sending = send(ctx.http, correlationIds, producers);
+  sending.catch(() => undefined);
+  const at = await arrivalsOf(ctx.arrivals, expected, 60_000 + n * 10);
+  const cpu1 = cpuSnapshot(pids);
+  const driver = process.cpuUsage(driver0);
+  await sending;
+  const seconds = (Math.max(...at) - t0) / 1000;
+  const us = (name: string) => (((cpu1[name] as number) - (cpu0[name] as number)) * 1e6) / n;
+  const byProcess = Object.fromEntries(Object.keys(ctx.pids).map((name) => [name, us(name)]));
+  const product = Object.values(byProcess).reduce((s, v) => s + v, 0);
+  const redis = us("redis");
+  const idleMs = (names: string[]) =>
+    (names.reduce((sum, k) => sum + (idle1[k] as number) - (idle0[k] as number), 0) * 1000) / idleSeconds;
+  return {
+    config: ctx.config,
+    producers,
+    transport,
+    events: n,
+    seconds,
+    eventsPerSec: n / seconds,
+    ofCeiling: n / seconds / ctx.ceiling,
+    cpu: { product, redis, sum: product + redis, byProcess, driver: (driver.user + driver.system) / n },
+    idle: { product: idleMs(Object.keys(ctx.pids)), redis: idleMs(["redis"]) },
+  };
+}
+
+/** M events one at a time: send → continuation received, each after the previous one arrived. */
+async function latencyRow(ctx: Context, transport: Transport, m: number): Promise<LatencyRow> {
+  progress(`${ctx.config}: registering ${fmt(m)} waits`);
+  const { correlationIds, waitIds } = await register(ctx.http, m);
+  await quiesce(ctx.admin);
+  await sleep(500);
+  progress(`${ctx.config}: ${fmt(m)} events one at a time (${transport} worker)`);
+  const ms: number[] = [];
+  for (let i = 0; i < m; i++) {
+    const arrived = ctx.arrivals.expect(waitIds[i] as string);
+    const t0 = performance.now();
+    await ctx.http.post("/v1/events", producerHeaders, event(correlationIds[i] as string), 202);
+    const [at] = await arrivalsOf(ctx.arrivals, [arrived], 30_000);
+    ms.push((at as number) - t0);
+  }
+  return { config: ctx.config, transport, latency: summarize(ms) };
+}
+
+async function runConfiguration(
+  config: Configuration,
+  redisUrl: string,
+  admin: Redis,
+  ceiling: number,
+  opts: BlackboxOptions,
+): Promise<{ throughput: ThroughputRow[]; latency: LatencyRow[] }> {
+  const prefix = `bb${config}${Date.now().toString(36)}`;
+  const dir = mkdtempSync(join(tmpdir(), "rdv-blackbox-"));
+  const configFile = join(dir, "config.json");
+  const productConfig = {
+    partitions: opts.partitions,
+    tenants: {
+      [TENANT]: { hostKeys: [HOST_KEY], producers: { svc: { keys: [PRODUCER_KEY], eventTypes: ["bench.*"] } } },
+    },
+  };
+  writeFileSync(configFile, JSON.stringify(productConfig));
+  const roles: RoleProcess[] = ROLES[config].map((name) => startRole(name, { redisUrl, configFile, prefix }));
+  const arrivals = new Arrivals();
+  let receiver: Receiver | undefined;
+  let http: Poster | undefined;
+  const throughput: ThroughputRow[] = [];
+  const latency: LatencyRow[] = [];
+  try {
+    const urls = await Promise.all(roles.map((r) => r.url));
+    await Promise.all(urls.map((u) => ready(u)));
+    const base = urls[0] as string;
+    const pids = Object.fromEntries(roles.map((r) => [r.name, r.pid]));
+    const redisPid = Number((await info(admin, "server")).get("process_id"));
+    http = poster(base, SINGLE_IN_FLIGHT);
+    const ctx: Context = { config, http, admin, arrivals, pids, redisPid, ceiling };
+    progress(`${config}: ${roles.map((r) => `${r.name} pid ${r.pid}`).join(", ")}; warm-up`);
+    receiver = bullmqReceiver(arrivals, { redisUrl, prefix, tenant: TENANT, concurrency: CONCURRENCY });
+    await throughputRow(ctx, "bullmq", "single", opts.warmup);
+    await throughputRow(ctx, "bullmq", "batch", opts.warmup);
+    throughput.push(await throughputRow(ctx, "bullmq", "single", opts.events));
+    throughput.push(await throughputRow(ctx, "bullmq", "batch", opts.events));
+    latency.push(await latencyRow(ctx, "bullmq", opts.singles));
+    await receiver.close();
+    receiver = httpReceiver(arrivals, { baseUrl: base, hostKey: HOST_KEY, concurrency: CONCURRENCY });
+    await throughputRow(ctx, "http", "single", Math.min(opts.warmup, 500));
+    throughput.push(await throughputRow(ctx, "http", "single", opts.events));
+    latency.push(await latencyRow(ctx, "http", opts.singles));
+  } catch (err) {
+    for (const r of roles) process.stderr.write(`--- ${r.name} (last lines)\n${r.output().slice(-3000)}\n`);
+    throw err;
+  } finally {
+    await receiver?.close().catch(() => undefined);
+    http?.close();
+    await Promise.all(roles.map((r) => r.stop()));
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return { throughput, latency };
+}
+
+/** Every configuration against the Redis at `redisUrl` (its ceiling measured first). */
+export async function blackbox(redisUrl: string, opts: BlackboxOptions): Promise<BlackboxResult> {
+  const admin = new Redis(redisUrl, { connectionName: "bench:blackbox-admin" });
+  try {
+    const loadStart = load();
+    const redis = (await info(admin, "server")).get("redis_version") ?? "?";
+    progress(`load average ${loadStart}; Redis ceiling (HGET + HSET + XADD + ZREM), ${opts.ceilingSeconds} s`);
+    const ceiling = await measureCeiling(redisUrl, opts.ceilingSeconds, 64, RESOLVE_CEILING);
+    const throughput: ThroughputRow[] = [];
+    const latency: LatencyRow[] = [];
+    for (const config of opts.configs) {
+      const r = await runConfiguration(config, redisUrl, admin, ceiling.callsPerSec, opts);
+      throughput.push(...r.throughput);
+      latency.push(...r.latency);
+    }
+    const cores = availableParallelism();
+    return {
+      opts,
+      product: productBuild(),
+      node: process.version,
+      redis,
+      cores,
+      clkTck: clkTck(),
+      loadStart,
+      loadEnd: load(),
+      ceiling,
+      throughput,
+      latency,
+    };
+  } finally {
+    await admin.quit();
+  }
+}
+
+export function blackboxOptions(args = parseArgs()): BlackboxOptions {
+  const quick = args.flag("quick");
+  const events = args.number("events", quick ? 1000 : 10_000);
+  const configs = args.string("configs", "start,split").split(",") as Configuration[];
+  for (const c of configs) if (!(c in ROLES)) throw new Error(`--configs: start, split (got ${c})`);
+  return {
+    events,
+    singles: args.number("singles", quick ? 200 : 500),
+    warmup: args.number("warmup", Math.min(events, quick ? 300 : 1000)),
+    partitions: args.number("partitions", 16),
+    ceilingSeconds: args.number("ceiling-seconds", quick ? 2 : 5),
+    configs,
+  };
+}
+
+export async function main(): Promise<void> {
+  const args = parseArgs();
+  const opts = blackboxOptions(args);
+  const url = args.string("redis-url", "");
+  const server = url ? undefined : await startBenchRedis(60 * 60_000);
+  try {
+    const r = await blackbox(url || (server?.url as string), opts);
+    printBlackbox(r);
+    const file = saveResults("blackbox", { at: new Date().toISOString(), machine: machine(), ...r });
+    progress(`results written to ${file}`);
+    if (args.flag("json")) console.log(`BLACKBOX_JSON ${JSON.stringify(r)}`);
+  } finally {
+    await server?.stop();
+  }
+}
