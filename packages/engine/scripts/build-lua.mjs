@@ -89,9 +89,9 @@ const identifiers = (text) =>
  * The includes with only the definitions the script uses, directly or through other
  * definitions: Redis runs a script's whole text on every call, so every unused helper
  * (a closure or a table made per call) would cost each call. An include none of whose
- * definitions is used is left out with its doc comment (the `--[[ ]]` it starts with). A name has one home: defined twice
- * in the includes of a script, or used by an include that does not include (directly
- * or through others) the include defining it, is an error.
+ * definitions is used is left out with its doc comment (the `--[[ ]]` it starts with).
+ * A name has one home: defined twice in the includes of a script, or used by an include
+ * that does not include (directly or through others) the include defining it, is an error.
  */
 function shake(file, includes, body) {
   const parsed = includes.map((inc) => {
@@ -147,36 +147,42 @@ function shake(file, includes, body) {
 /**
  * A script's `--@keys` line as the table of its KEYS under the names its header gives
  * them (`keys.waits` = KEYS[1], ...), so their order is written once, in the header. A
- * body that reads KEYS[n] itself, or a keys.<name> the header does not list, is refused.
+ * body that reads KEYS[n] itself is refused.
  */
 function keysTable(file, source, keyNames) {
   const body = source.slice(source.indexOf("]]"));
   if (/KEYS\[/.test(body)) throw new Error(`lua/${file}: the body reads KEYS[n]; use --@keys and keys.<name>`);
-  for (const m of body.matchAll(/\bkeys\.([A-Za-z_]\w*)/g)) {
-    if (!keyNames.includes(m[1])) throw new Error(`lua/${file}: keys.${m[1]} is not in the header's KEYS`);
-  }
   const markers = [...source.matchAll(/^--@keys$/gm)].length;
   if (markers > 1) throw new Error(`lua/${file}: more than one --@keys line`);
   const fields = keyNames.map((n, i) => `${n} = KEYS[${i + 1}]`).join(", ");
   return source.replace(/^--@keys$/m, `local keys = { ${fields} }`);
 }
 
-/**
- * A script with its `--@keys` line expanded and its includes (only the helpers it
- * uses) inlined where its first `--@include` line was.
- */
-function build(file, source, keyNames) {
+/** The script's text with its includes (only the helpers it uses) where its first `--@include` line was. */
+function withIncludes(file, source) {
   const names = includeLines(source);
-  const expanded = keysTable(file, source, keyNames);
-  if (names.length === 0) return expanded;
+  if (names.length === 0) return source;
   let placed = false;
-  const marked = expanded.replace(/^--@include "[a-zA-Z0-9_-]+"\n/gm, () => {
+  const marked = source.replace(/^--@include "[a-zA-Z0-9_-]+"\n/gm, () => {
     if (placed) return "";
     placed = true;
     return "\u0000\n";
   });
   const body = marked.replace("\u0000", "");
   return marked.replace("\u0000", () => shake(file, includeOrder(names), body));
+}
+
+/**
+ * A script as Redis runs it: its `--@keys` line expanded and its includes inlined. Every
+ * keys.<name> it reads, its helpers' too, must be one of its header's KEYS.
+ */
+function build(file, source, keyNames) {
+  const lua = withIncludes(file, keysTable(file, source, keyNames));
+  const code = lua.replace(/--\[\[[\s\S]*?\]\]/g, "").replace(/--.*$/gm, "");
+  for (const m of code.matchAll(/\bkeys\.([A-Za-z_]\w*)/g)) {
+    if (!keyNames.includes(m[1])) throw new Error(`lua/${file}: keys.${m[1]} is not in the header's KEYS`);
+  }
+  return lua;
 }
 
 /**
