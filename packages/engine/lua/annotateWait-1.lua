@@ -25,13 +25,15 @@
     { EXISTS, wait }       `once` and already recorded: nothing changes
     { NOT_FOUND }
 ]]
---@include "common"
+--@include "codes"
+--@include "clock"
+--@include "wait-record"
 
-local waitsKey = KEYS[1]
+--@keys
 local waitId, tenantPrefix, what, detail, once = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local now = nowMs(ARGV[6])
 
-local wait = loadOwnWait(waitsKey, waitId, tenantPrefix)
+local wait = loadOwnWait(keys.waits, waitId, tenantPrefix)
 if wait == nil then
   return { C_NOT_FOUND }
 end
@@ -76,5 +78,5 @@ if what == "job_attached" then
   wait["j"] = entry["j"]
 end
 pushHistory(wait, entry)
-saveWait(waitsKey, waitId, wait)
+saveWait(keys.waits, waitId, wait)
 return { C_OK, cjson.encode(wait) }

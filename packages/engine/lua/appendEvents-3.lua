@@ -30,16 +30,20 @@
               EXISTS (appended before)
     records   the stored event record (JSON) of each EXISTS event, in order
 ]]
---@include "common"
+--@include "codes"
+--@include "clock"
+--@include "event-record"
+--@include "stream-entries"
+--@include "expiry"
 
-local streamKey, eventsKey, expiryKey = KEYS[1], KEYS[2], KEYS[3]
+--@keys
 local keepMs, nowArg = tonumber(ARGV[1]), ARGV[2]
 local idArg = "*"
 if nowArg ~= "" then
   idArg = nowArg .. "-*"
 end
 
-local eventKeys, heads, fields, stored = loadPackedRows(eventsKey, ARGV[3], "e:")
+local eventKeys, heads, fields, stored = loadEventRows(keys.events, ARGV[3])
 
 -- the event keys to append now (a key repeated in the call is appended once)
 local fresh, seen = {}, {}
@@ -58,9 +62,9 @@ if #fresh == 0 then
   return { "", table.concat(codes), stored }
 end
 
-local sid = redis.call("XADD", streamKey, idArg, "ks", table.concat(fresh))
+local sid = addEntry(keys.stream, idArg, fresh)
 local ms = string.match(sid, "^(%d+)")
-local suffix = ',"sid":"' .. sid .. '","at":' .. ms .. ',"st":"p"}'
+local suffix = pendingTail(sid, ms)
 
 local codes, existingRecords, records, writtenNow = {}, {}, {}, {}
 for n = 1, #fields do
@@ -77,6 +81,6 @@ for n = 1, #fields do
     codes[n] = D_CREATED
   end
 end
-redis.call("HSET", eventsKey, unpack(records))
-redis.call("ZADD", expiryKey, intText(tonumber(ms) + keepMs), "E:" .. table.concat(fresh))
+redis.call("HSET", keys.events, unpack(records))
+scheduleExpiry(keys.expiry, intText(tonumber(ms) + keepMs), "E", table.concat(fresh))
 return { sid, table.concat(codes), existingRecords }

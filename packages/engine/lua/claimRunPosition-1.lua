@@ -16,12 +16,12 @@
     { EXISTS, wait }       claimed before with the same definition
     { CONFLICT, wait }     claimed before with another definition: nothing changes
 ]]
---@include "common"
+--@include "codes"
 
-local runsKey = KEYS[1]
+--@keys
 local runPosition, wait, defHash = ARGV[1], ARGV[2], ARGV[3]
 
-local found = redis.call("ZRANGEBYLEX", runsKey, "[" .. runPosition, "(" .. runPosition .. "\255", "LIMIT", 0, 1)
+local found = redis.call("ZRANGEBYLEX", keys.runs, "[" .. runPosition, "(" .. runPosition .. "\255", "LIMIT", 0, 1)
 if found[1] then
   local rest = string.sub(found[1], #runPosition + 1)
   local existing, existingHash = string.sub(rest, 1, #wait), string.sub(rest, #wait + 1)
@@ -30,5 +30,5 @@ if found[1] then
   end
   return { C_CONFLICT, existing }
 end
-redis.call("ZADD", runsKey, "0", runPosition .. wait .. defHash)
+redis.call("ZADD", keys.runs, "0", runPosition .. wait .. defHash)
 return { C_CREATED, wait }

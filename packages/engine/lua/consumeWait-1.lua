@@ -15,13 +15,15 @@
     { NOT_RESOLVED }       still waiting: nothing changes
   Appends: the consumed history entry for the first claimer.
 ]]
---@include "common"
+--@include "codes"
+--@include "clock"
+--@include "wait-record"
 
-local waitsKey = KEYS[1]
+--@keys
 local waitId, tenantPrefix, worker = ARGV[1], ARGV[2], ARGV[3]
 local now = nowMs(ARGV[4])
 
-local wait = loadOwnWait(waitsKey, waitId, tenantPrefix)
+local wait = loadOwnWait(keys.waits, waitId, tenantPrefix)
 if wait == nil then
   return { C_NOT_FOUND }
 end
@@ -33,5 +35,5 @@ if wait["con"] ~= nil then
 end
 wait["con"] = { by = worker, at = now }
 pushHistory(wait, { at = now, w = "consumed", by = worker })
-saveWait(waitsKey, waitId, wait)
+saveWait(keys.waits, waitId, wait)
 return { C_OK, 1, cjson.encode(wait) }

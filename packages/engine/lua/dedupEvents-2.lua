@@ -25,12 +25,15 @@
                 append it (append answers whether it was appended before)
     CONFLICT    claimed before with other content: nothing changes
 ]]
---@include "common"
+--@include "codes"
+--@include "clock"
+--@include "event-record"
+--@include "expiry"
 
-local eventsKey, expiryKey = KEYS[1], KEYS[2]
+--@keys
 local windowMs = tonumber(ARGV[1])
 
-local eventKeys, records, fields, stored = loadPackedRows(eventsKey, ARGV[3], "d:")
+local eventKeys, records, fields, stored = loadDedupRows(keys.events, ARGV[3])
 
 local replies, writes, claimed, claimedNow = {}, {}, {}, {}
 for n = 1, #fields do
@@ -42,21 +45,14 @@ for n = 1, #fields do
     writes[#writes + 1] = record
     claimed[#claimed + 1] = eventKey
     replies[n] = D_CREATED
+  elseif dedupText(existing) == record then
+    replies[n] = D_PENDING
   else
-    if string.byte(existing, 1) == 123 then
-      -- a JSON record of an earlier version: {h = content hash, mp = match partition}
-      local old = cjson.decode(existing)
-      existing = old["h"] .. "|" .. old["mp"]
-    end
-    if existing == record then
-      replies[n] = D_PENDING
-    else
-      replies[n] = D_CONFLICT
-    end
+    replies[n] = D_CONFLICT
   end
 end
 if #claimed > 0 then
-  redis.call("HSET", eventsKey, unpack(writes))
-  redis.call("ZADD", expiryKey, intText(nowMs(ARGV[2]) + windowMs), "D:" .. table.concat(claimed))
+  redis.call("HSET", keys.events, unpack(writes))
+  scheduleExpiry(keys.expiry, intText(nowMs(ARGV[2]) + windowMs), "D", table.concat(claimed))
 end
 return table.concat(replies)

@@ -15,17 +15,20 @@
 
   Returns { OK, waitIds }
 ]]
---@include "common"
+--@include "codes"
+--@include "clock"
+--@include "wait-record"
+--@include "wait-index"
 
-local waitingKey, waitsKey = KEYS[1], KEYS[2]
+--@keys
 local prefix, mkPrefix, idPrefix, limit = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 local now = nowMs(ARGV[5])
 
 local ids = {}
-local members = redis.call("ZRANGEBYLEX", waitingKey, "[" .. prefix, "(" .. prefix .. "\255", "LIMIT", 0, limit)
+local members = redis.call("ZRANGEBYLEX", keys.waiting, "[" .. prefix, "(" .. prefix .. "\255", "LIMIT", 0, limit)
 for _, member in ipairs(members) do
-  local waitId = idPrefix .. string.sub(member, 13)
-  local wait = loadWait(waitsKey, waitId)
+  local waitId = memberWaitId(idPrefix, member)
+  local wait = loadWait(keys.waits, waitId)
   if wait ~= nil and string.sub(wait["mk"], 1, #mkPrefix) == mkPrefix and wait["s"] == "w"
      and (wait["dl"] == nil or now <= wait["dl"]) then
     ids[#ids + 1] = waitId

@@ -19,12 +19,11 @@
   Returns { OK, deliveredWaitIds }
   Appends: resolved history entries (kind deliver) and outbox entries.
 ]]
---@include "common"
+--@include "codes"
+--@include "clock"
+--@include "settle"
 
-local keys = {
-  waits = KEYS[1], waiting = KEYS[2], done = KEYS[3], deadlines = KEYS[4],
-  outbox = KEYS[5], expiry = KEYS[6],
-}
+--@keys
 local tenantPrefix, payload, retentionMs = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local now = nowMs(ARGV[4])
 

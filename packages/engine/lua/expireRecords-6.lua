@@ -26,67 +26,59 @@
     expiredWaits: flat (encoded match key, runId, position, waitId) of each wait removed,
     so the caller can drop its run-index entry (another partition: forgetRunPositions)
 ]]
---@include "common"
+--@include "codes"
+--@include "clock"
+--@include "parts"
+--@include "wait-record"
+--@include "wait-index"
+--@include "event-record"
+--@include "inbox"
+--@include "expiry"
 
-local expiryKey, waitsKey, doneKey, eventsKey, inboxKey, rejectedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+--@keys
 local limit = tonumber(ARGV[1])
 local now = nowMs(ARGV[2])
 
-local function expireEvent(eventKey)
-  redis.call("HDEL", eventsKey, "e:" .. eventKey)
-end
-
--- Calls fn(eventKey) for each encoded event key of a group member's body.
-local function eachPart(body, fn)
-  local pos = 1
-  while pos <= #body do
-    local after = skipParts(body, 3, pos)
-    fn(string.sub(body, pos, after - 1))
-    pos = after
-  end
-end
-
-local function expireDedup(eventKey)
-  redis.call("HDEL", eventsKey, "d:" .. eventKey)
-end
-
 local expiredWaits = {}
-local due = redis.call("ZRANGEBYSCORE", expiryKey, "-inf", now, "LIMIT", 0, limit)
+local due = redis.call("ZRANGEBYSCORE", keys.expiry, "-inf", now, "LIMIT", 0, limit)
 for _, member in ipairs(due) do
-  local kind, rest = string.sub(member, 1, 1), string.sub(member, 3)
+  local kind, rest = expiryEntry(member)
   if kind == "E" then
-    eachPart(rest, expireEvent)
+    for _, eventKey in ipairs(splitEventKeys(rest, {})) do
+      deleteEvent(keys.events, eventKey)
+    end
   elseif kind == "D" then
-    eachPart(rest, expireDedup)
+    for _, eventKey in ipairs(splitEventKeys(rest, {})) do
+      deleteDedup(keys.events, eventKey)
+    end
   elseif kind == "w" then
-    local wait = loadWait(waitsKey, rest)
+    local wait = loadWait(keys.waits, rest)
     if wait ~= nil then
-      redis.call("ZREM", doneKey, waitMember(wait, rest))
-      redis.call("HDEL", waitsKey, rest)
+      redis.call("ZREM", keys.done, waitMember(wait, rest))
+      redis.call("HDEL", keys.waits, rest)
       expiredWaits[#expiredWaits + 1] = wait["mk"]
       expiredWaits[#expiredWaits + 1] = wait["r"]
       expiredWaits[#expiredWaits + 1] = wait["p"]
       expiredWaits[#expiredWaits + 1] = rest
     end
   elseif kind == "e" then
-    expireEvent(rest)
+    deleteEvent(keys.events, rest)
   elseif kind == "d" then
-    expireDedup(rest)
+    deleteDedup(keys.events, rest)
   elseif kind == "j" then
-    redis.call("HDEL", rejectedKey, rest)
+    redis.call("HDEL", keys.rejected, rest)
   elseif kind == "b" then
-    local field = "e:" .. rest
-    local ev = loadJson(eventsKey, field)
-    if ev ~= nil and (ev["st"] == "b" or ev["st"] == "l") then
-      redis.call("ZREM", inboxKey, ev["mk"] .. padId(ev["sid"]) .. rest)
+    local ev = loadEvent(keys.events, rest)
+    if ev ~= nil and isBuffered(ev) then
+      redis.call("ZREM", keys.inbox, inboxMember(ev["mk"], ev["sid"], rest))
       if ev["st"] == "b" then
         ev["st"] = "x"
       end
       ev["pl"] = nil
-      saveJson(eventsKey, field, ev)
+      saveEvent(keys.events, rest, ev)
     end
   end
-  redis.call("ZREM", expiryKey, member)
+  redis.call("ZREM", keys.expiry, member)
 end
 local more = 0
 if #due == limit then

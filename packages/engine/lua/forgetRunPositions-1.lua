@@ -10,15 +10,15 @@
 
   Returns { OK, removed }
 ]]
---@include "common"
+--@include "codes"
 
-local runsKey = KEYS[1]
+--@keys
 local removed = 0
 for i = 1, #ARGV, 2 do
   local runPosition, tag = ARGV[i], ARGV[i + 1]
-  local found = redis.call("ZRANGEBYLEX", runsKey, "[" .. runPosition, "(" .. runPosition .. "\255", "LIMIT", 0, 1)
+  local found = redis.call("ZRANGEBYLEX", keys.runs, "[" .. runPosition, "(" .. runPosition .. "\255", "LIMIT", 0, 1)
   if found[1] and string.sub(found[1], #runPosition + 1, #runPosition + #tag) == tag then
-    removed = removed + redis.call("ZREM", runsKey, found[1])
+    removed = removed + redis.call("ZREM", keys.runs, found[1])
   end
 end
 return { C_OK, removed }

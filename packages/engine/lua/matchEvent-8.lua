@@ -22,7 +22,7 @@
   KEYS[8] expiry     {p}:x   zset of records to remove
 
   ARGV[1] streamId     the entry being processed
-  ARGV[2] eventKey     the entry's k field
+  ARGV[2] eventKey     the encoded event key of one event of the entry
   ARGV[3] fanoutCap    most waits one event resolves
   ARGV[4] retentionMs  how long a settled wait is kept
   ARGV[5] now          "" = Redis TIME
@@ -34,19 +34,22 @@
     { NOT_FOUND }                                 no event record (expired): nothing to do
   Appends: resolved / late_event history entries, outbox entries for resolutions.
 ]]
---@include "common"
+--@include "codes"
+--@include "clock"
+--@include "wait-record"
+--@include "wait-index"
+--@include "event-record"
+--@include "inbox"
+--@include "expiry"
+--@include "resolve-by-event"
 
-local keys = {
-  events = KEYS[1], waits = KEYS[2], waiting = KEYS[3], done = KEYS[4], deadlines = KEYS[5],
-  inbox = KEYS[6], outbox = KEYS[7], expiry = KEYS[8],
-}
+--@keys
 local streamId, eventKey = ARGV[1], ARGV[2]
 local fanoutCap, retentionMs = tonumber(ARGV[3]), tonumber(ARGV[4])
 local now = nowMs(ARGV[5])
 local idPrefix = ARGV[6]
 
-local evField = "e:" .. eventKey
-local ev = loadJson(keys.events, evField)
+local ev = loadEvent(keys.events, eventKey)
 if ev == nil then
   return { C_NOT_FOUND }
 end
@@ -86,15 +89,14 @@ while #matched < fanoutCap do
     if #matched >= fanoutCap then
       break
     end
-    local waitId = idPrefix .. string.sub(member, #ik + 1)
+    local waitId = memberWaitId(idPrefix, member)
     local wait = loadWait(keys.waits, waitId)
     -- (an index key may be shared by another match key: the wait's own must be this one)
     if wait ~= nil and wait["mk"] == mk and wait["s"] == "w" and at >= (wait["sn"] or 0) then
       if wait["dl"] ~= nil and at > wait["dl"] then
         noteLate(waitId, wait)
       else
-        local resolution = { k = "e", at = now, ev = { pr = ev["pr"], id = ev["id"], at = at, sid = streamId, pl = ev["pl"] } }
-        settleWait(keys, waitId, wait, "r", resolution, { at = now, w = "resolved", k = "e", ev = ref }, now, retentionMs)
+        resolveByEvent(keys, waitId, wait, ev, ref, now, retentionMs)
         matched[#matched + 1] = waitId
       end
     end
@@ -111,13 +113,11 @@ for _, waitId in ipairs(matched) do
 end
 local members = redis.call("ZRANGEBYLEX", keys.done, "[" .. ik, "(" .. ik .. "\255", "LIMIT", "0", ARGV[3])
 for _, member in ipairs(members) do
-  local waitId = idPrefix .. string.sub(member, #ik + 1)
+  local waitId = memberWaitId(idPrefix, member)
   -- (a wait this very event just resolved is not late for it: not even loaded)
   local wait = not settledNow[waitId] and loadWait(keys.waits, waitId) or nil
   -- settled before, not by this very event
-  -- (one stream entry may carry several events: compare the event, not the entry)
-  local by = wait ~= nil and wait["res"] and wait["res"]["ev"]
-  if wait ~= nil and wait["mk"] == mk and wait["s"] ~= "w" and not (by and by["pr"] == ev["pr"] and by["id"] == ev["id"])
+  if wait ~= nil and wait["mk"] == mk and wait["s"] ~= "w" and not resolvedBy(wait, ev)
      and at >= (wait["sn"] or 0) then
     noteLate(waitId, wait)
   end
@@ -134,11 +134,11 @@ else
   else
     ev["st"] = "b"
   end
-  redis.call("ZADD", keys.inbox, "0", mk .. padId(streamId) .. eventKey)
-  redis.call("ZADD", keys.expiry, intText(at + ev["rt"]), "b:" .. eventKey)
+  redis.call("ZADD", keys.inbox, "0", inboxMember(mk, streamId, eventKey))
+  scheduleExpiry(keys.expiry, intText(at + ev["rt"]), "b", eventKey)
 end
 ev["mo"] = ev["st"]
 if #matched > 0 then ev["mw"] = matched end
 if #late > 0 then ev["lf"] = late end
-saveJson(keys.events, evField, ev)
+saveEvent(keys.events, eventKey, ev)
 return { C_OK, ev["st"], matched, late }

@@ -14,19 +14,22 @@
 
   Returns { OK, count kept }
 ]]
---@include "common"
+--@include "codes"
+--@include "clock"
+--@include "hash-records"
+--@include "expiry"
 
-local rejectedKey, expiryKey = KEYS[1], KEYS[2]
+--@keys
 local matchKey, refusalJson, cap, keepMs = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local now = nowMs(ARGV[5])
 
-local list = loadJson(rejectedKey, matchKey) or {}
+local list = loadJson(keys.rejected, matchKey) or {}
 local refusal = cjson.decode(refusalJson)
 refusal["at"] = now
 list[#list + 1] = refusal
 while #list > cap do
   table.remove(list, 1)
 end
-saveJson(rejectedKey, matchKey, list)
-redis.call("ZADD", expiryKey, now + keepMs, "j:" .. matchKey)
+saveJson(keys.rejected, matchKey, list)
+scheduleExpiry(keys.expiry, now + keepMs, "j", matchKey)
 return { C_OK, #list }

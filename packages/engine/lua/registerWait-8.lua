@@ -27,12 +27,15 @@
     { EXISTS, wait }     the wait existed already: nothing changes
   Appends: the wait's resolved history entry and an outbox entry when resolved at once.
 ]]
---@include "common"
+--@include "codes"
+--@include "clock"
+--@include "wait-record"
+--@include "wait-index"
+--@include "event-record"
+--@include "inbox"
+--@include "resolve-by-event"
 
-local keys = {
-  waits = KEYS[1], waiting = KEYS[2], done = KEYS[3], deadlines = KEYS[4],
-  inbox = KEYS[5], events = KEYS[6], outbox = KEYS[7], expiry = KEYS[8],
-}
+--@keys
 local waitId, recordJson = ARGV[1], ARGV[2]
 local retentionMs = tonumber(ARGV[6])
 local now = nowMs(ARGV[7])
@@ -60,22 +63,18 @@ end
 local mk = wait["mk"]
 
 -- A buffered event: earliest first, from `since` on.
-local candidates = redis.call("ZRANGEBYLEX", keys.inbox, "[" .. mk .. padMs(since), "(" .. mk .. "\255", "LIMIT", 0, 16)
-for _, member in ipairs(candidates) do
-  local eventKey = string.sub(member, #mk + 27)
-  local evField = "e:" .. eventKey
-  local ev = loadJson(keys.events, evField)
-  if ev == nil or (ev["st"] ~= "b" and ev["st"] ~= "l") or ev["at"] + ev["rt"] < now then
+for _, member in ipairs(bufferedSince(keys.inbox, mk, since, 16)) do
+  local eventKey = inboxEventKey(member, mk)
+  local ev = loadEvent(keys.events, eventKey)
+  if ev == nil or not isBuffered(ev) or ev["at"] + ev["rt"] < now then
     -- expired or no longer buffered: the index entry is stale
     redis.call("ZREM", keys.inbox, member)
   elseif deadline == nil or ev["at"] <= deadline then
-    local ref = eventRef(ev)
-    local resolution = { k = "e", at = now, ev = { pr = ev["pr"], id = ev["id"], at = ev["at"], sid = ev["sid"], pl = ev["pl"] } }
-    settleWait(keys, waitId, wait, "r", resolution, { at = now, w = "resolved", k = "e", ev = ref }, now, retentionMs)
+    resolveByEvent(keys, waitId, wait, ev, eventRef(ev), now, retentionMs)
     ev["st"] = "m"
     ev["mw"] = { waitId }
     ev["pl"] = nil
-    saveJson(keys.events, evField, ev)
+    saveEvent(keys.events, eventKey, ev)
     redis.call("ZREM", keys.inbox, member)
     return { C_CREATED, cjson.encode(wait) }
   end

@@ -21,8 +21,8 @@
   KEYS[2] waiting    {p}:iw  lex zset "<index key><wait id body>"
   KEYS[3] done       {p}:id  lex zset "<index key><wait id body>"
   KEYS[4] deadlines  {p}:dl  zset waitId by deadline
-  KEYS[5] stream     {p}:s   the partition stream; entry field ks = <eventKey>... (k =
-                             one event key in entries of earlier versions)
+  KEYS[5] stream     {p}:s   the partition stream; entry field ks = <eventKey>..., or
+                             k = <eventKey> (both forms are read)
   KEYS[6] outbox     {p}:o   stream of resolutions
   KEYS[7] expiry     {p}:x   zset of records to remove
   KEYS[8] events     {p}:e   hash "e:<eventKey>" -> event record
@@ -42,12 +42,15 @@
                              than SCAN_CAP events
   Appends: the resolved history entry and an outbox entry when it times out.
 ]]
---@include "common"
+--@include "codes"
+--@include "clock"
+--@include "wait-record"
+--@include "event-record"
+--@include "stream-entries"
+--@include "consumer-group"
+--@include "settle"
 
-local keys = {
-  waits = KEYS[1], waiting = KEYS[2], done = KEYS[3], deadlines = KEYS[4],
-  stream = KEYS[5], outbox = KEYS[6], expiry = KEYS[7], events = KEYS[8],
-}
+--@keys
 local waitId, retentionMs, group = ARGV[1], tonumber(ARGV[2]), ARGV[4]
 local now = nowMs(ARGV[3])
 
@@ -78,40 +81,10 @@ local function onTimeUnprocessed()
   end
   local eventKeys = {}
   local function take(entry)
-    local fields = entry[2]
-    for f = 1, #fields, 2 do
-      if fields[f] == "ks" then
-        local ks, pos = fields[f + 1], 1
-        while pos <= #ks do
-          local after = skipParts(ks, 3, pos)
-          eventKeys[#eventKeys + 1] = string.sub(ks, pos, after - 1)
-          pos = after
-        end
-      elseif fields[f] == "k" then
-        -- an entry of an earlier version (before session 2): one event key
-        eventKeys[#eventKeys + 1] = fields[f + 1]
-      end
-    end
+    entryEventKeys(entry, eventKeys)
     return #eventKeys <= SCAN_CAP
   end
-  local lastDelivered, pending = "0-0", 0
-  local groups = redis.call("XINFO", "GROUPS", keys.stream)
-  for g = 1, #groups do
-    local info = groups[g]
-    local name, last, count
-    for i = 1, #info, 2 do
-      if info[i] == "name" then
-        name = info[i + 1]
-      elseif info[i] == "last-delivered-id" then
-        last = info[i + 1]
-      elseif info[i] == "pending" then
-        count = info[i + 1]
-      end
-    end
-    if name == group then
-      lastDelivered, pending = last, count
-    end
-  end
+  local lastDelivered, pending = groupPosition(keys.stream, group)
   -- delivered, not acknowledged, up to the deadline (ids only), and not delivered yet:
   -- at most SCAN_CAP entries in all, counted before any is read
   local ids = {}
@@ -145,19 +118,11 @@ if unprocessed == nil then
   return { C_BACKLOG, tostring(deadline) }
 end
 if #unprocessed > 0 then
-  local fields = {}
-  for n = 1, #unprocessed do
-    fields[n] = "e:" .. unprocessed[n]
-  end
   local mk = wait["mk"]
-  for _, record in ipairs(redis.call("HMGET", keys.events, unpack(fields))) do
-    -- (a record still `p` has the form appendEvents wrote; the find only spares
-    -- decoding the others, the decoded record decides)
-    if record and string.find(record, '"st":"p"', 1, true) then
-      local ev = cjson.decode(record)
-      if ev["st"] == "p" and ev["mk"] == mk and ev["at"] <= deadline then
-        return { C_BACKLOG, tostring(deadline) }
-      end
+  for _, record in ipairs(loadEventRecords(keys.events, unprocessed)) do
+    local ev = pendingEvent(record)
+    if ev ~= nil and ev["mk"] == mk and ev["at"] <= deadline then
+      return { C_BACKLOG, tostring(deadline) }
     end
   end
 end

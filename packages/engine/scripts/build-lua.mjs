@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-// Builds src/generated/lua.ts from lua/<name>-<numKeys>.lua, inlining
-// `--@include "x"` lines from lua/includes/x.lua. With --check it fails when the
-// generated module is stale (CI runs it).
+// Builds src/generated/lua.ts from lua/<name>-<numKeys>.lua: inlines its
+// `--@include "x"` lines (lua/includes/x.lua, which may include others) and expands its
+// `--@keys` line. With --check it fails when the generated module is stale (CI runs it).
 import { createHash } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -11,12 +11,25 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const luaDir = join(root, "lua");
 const outFile = join(root, "src", "generated", "lua.ts");
 
-function inline(source, seen = new Set()) {
-  return source.replace(/^--@include "([a-zA-Z0-9_-]+)"$/gm, (_, name) => {
-    if (seen.has(name)) return "";
-    seen.add(name);
-    return inline(readFileSync(join(luaDir, "includes", `${name}.lua`), "utf8"), seen).trimEnd();
-  });
+const INCLUDE = /^--@include "([a-zA-Z0-9_-]+)"$/gm;
+
+/** The include names that the `--@include "x"` lines of a text name, in order. */
+const includeLines = (text) => [...text.matchAll(INCLUDE)].map((m) => m[1]);
+
+/**
+ * The includes a text needs, each once, every include after the includes it names
+ * itself (a helper is defined before the helpers that call it).
+ */
+function includeOrder(names, order = [], visiting = []) {
+  for (const name of names) {
+    if (order.some((i) => i.name === name)) continue;
+    if (visiting.includes(name)) throw new Error(`lua/includes: ${[...visiting, name].join(" -> ")} is a cycle`);
+    const text = readFileSync(join(luaDir, "includes", `${name}.lua`), "utf8");
+    const named = includeLines(text);
+    includeOrder(named, order, [...visiting, name]);
+    order.push({ name, named, text: text.replace(/^--@include "[a-zA-Z0-9_-]+"\n/gm, "") });
+  }
+  return order;
 }
 
 /**
@@ -73,14 +86,44 @@ const identifiers = (text) =>
   );
 
 /**
- * The include with only the definitions the script uses, directly or through other
+ * The includes with only the definitions the script uses, directly or through other
  * definitions: Redis runs a script's whole text on every call, so every unused helper
- * (a closure or a table made per call) would cost each call.
+ * (a closure or a table made per call) would cost each call. An include none of whose
+ * definitions is used is left out with its doc comment (the `--[[ ]]` it starts with).
+ * A name has one home: defined twice in the includes of a script, or used by an include
+ * that does not include (directly or through others) the include defining it, is an error.
  */
-function shake(include, body) {
-  const { header, chunks } = chunksOf(include);
+function shake(file, includes, body) {
+  const parsed = includes.map((inc) => {
+    const doc = /^--\[\[[\s\S]*?\]\]\n/.exec(inc.text)?.[0] ?? "";
+    return { ...inc, doc: doc.trim(), ...chunksOf(inc.text.slice(doc.length)) };
+  });
   const byName = new Map();
-  for (const c of chunks) for (const n of c.names) byName.set(n, c);
+  const home = new Map();
+  for (const inc of parsed) {
+    for (const c of inc.chunks) {
+      for (const n of c.names) {
+        if (home.has(n)) throw new Error(`lua/${file}: ${n} is defined in includes ${home.get(n)} and ${inc.name}`);
+        byName.set(n, c);
+        home.set(n, inc.name);
+      }
+    }
+  }
+  const reach = new Map();
+  const reachable = (name) => {
+    if (!reach.has(name)) {
+      const inc = parsed.find((i) => i.name === name);
+      reach.set(name, new Set([name, ...inc.named.flatMap((n) => [...reachable(n)])]));
+    }
+    return reach.get(name);
+  };
+  for (const inc of parsed) {
+    for (const id of identifiers(inc.text)) {
+      if (home.has(id) && !reachable(inc.name).has(home.get(id))) {
+        throw new Error(`lua/includes/${inc.name}.lua uses ${id} of ${home.get(id)}.lua without including it`);
+      }
+    }
+  }
   const needed = new Set();
   const visit = (text) => {
     for (const id of identifiers(text)) {
@@ -92,18 +135,54 @@ function shake(include, body) {
     }
   };
   visit(body);
-  const kept = chunks.filter((c) => needed.has(c)).map((c) => c.lines.join("\n"));
-  return [header, ...kept].join("\n").trimEnd();
+  const parts = [];
+  for (const inc of parsed) {
+    const kept = inc.chunks.filter((c) => needed.has(c)).map((c) => c.lines.join("\n"));
+    const text = [inc.doc, inc.header, ...kept].filter((t) => t !== "").join("\n");
+    if (kept.length > 0) parts.push(text.replace(/\n{3,}/g, "\n\n").trim());
+  }
+  return parts.join("\n\n");
 }
 
-/** A script with its includes inlined, keeping only the helpers it uses. */
-function build(source) {
-  const marker = /^--@include "([a-zA-Z0-9_-]+)"$/m;
-  const m = marker.exec(source);
-  if (!m) return source;
-  const include = inline(m[0]);
-  const body = source.slice(0, m.index) + source.slice(m.index + m[0].length);
-  return source.slice(0, m.index) + shake(include, body) + source.slice(m.index + m[0].length);
+/**
+ * A script's `--@keys` line as the table of its KEYS under the names its header gives
+ * them (`keys.waits` = KEYS[1], ...), so their order is written once, in the header. A
+ * body that reads KEYS[n] itself is refused.
+ */
+function keysTable(file, source, keyNames) {
+  const body = source.slice(source.indexOf("]]"));
+  if (/KEYS\[/.test(body)) throw new Error(`lua/${file}: the body reads KEYS[n]; use --@keys and keys.<name>`);
+  const markers = [...source.matchAll(/^--@keys$/gm)].length;
+  if (markers > 1) throw new Error(`lua/${file}: more than one --@keys line`);
+  const fields = keyNames.map((n, i) => `${n} = KEYS[${i + 1}]`).join(", ");
+  return source.replace(/^--@keys$/m, `local keys = { ${fields} }`);
+}
+
+/** The script's text with its includes (only the helpers it uses) where its first `--@include` line was. */
+function withIncludes(file, source) {
+  const names = includeLines(source);
+  if (names.length === 0) return source;
+  let placed = false;
+  const marked = source.replace(/^--@include "[a-zA-Z0-9_-]+"\n/gm, () => {
+    if (placed) return "";
+    placed = true;
+    return "\u0000\n";
+  });
+  const body = marked.replace("\u0000", "");
+  return marked.replace("\u0000", () => shake(file, includeOrder(names), body));
+}
+
+/**
+ * A script as Redis runs it: its `--@keys` line expanded and its includes inlined. Every
+ * keys.<name> it reads, its helpers' too, must be one of its header's KEYS.
+ */
+function build(file, source, keyNames) {
+  const lua = withIncludes(file, keysTable(file, source, keyNames));
+  const code = lua.replace(/--\[\[[\s\S]*?\]\]/g, "").replace(/--.*$/gm, "");
+  for (const m of code.matchAll(/\bkeys\.([A-Za-z_]\w*)/g)) {
+    if (!keyNames.includes(m[1])) throw new Error(`lua/${file}: keys.${m[1]} is not in the header's KEYS`);
+  }
+  return lua;
 }
 
 /**
@@ -170,7 +249,7 @@ const entries = readdirSync(luaDir)
     const [, name, keys] = match;
     const source = readFileSync(join(luaDir, file), "utf8");
     const { keyNames, argNames } = signature(file, source, Number(keys));
-    const lua = build(source);
+    const lua = build(file, source, keyNames);
     const version = createHash("sha256").update(lua).digest("hex").slice(0, 10);
     return { name, numberOfKeys: Number(keys), command: `rdv_${name}_${version}`, keyNames, argNames, lua };
   });

@@ -73,7 +73,7 @@ describe("key layout", () => {
   });
 
   it("the Lua outcome codes mirror the TypeScript table", () => {
-    const lua = readFileSync(new URL("../lua/includes/common.lua", import.meta.url), "utf8");
+    const lua = readFileSync(new URL("../lua/includes/codes.lua", import.meta.url), "utf8");
     const found: Record<string, number> = {};
     for (const m of lua.matchAll(/^local ((?:C_[A-Z_]+,?\s*)+)=\s*([-\d,\s]+)$/gm)) {
       const names = (m[1] ?? "").split(",").map((s) => s.trim().replace(/^C_/, ""));

@@ -1,6 +1,6 @@
 /**
  * The member layout of a partition's inbox (buffered events), the same as
- * lua/includes/common.lua: "<encoded match key><padded stream id><eventKey>", all
+ * lua/includes/inbox.lua: "<encoded match key><padded stream id><eventKey>", all
  * scores 0. The padded id ("%015d-%010d" of the stream id's two numbers) makes lexical
  * order stream order within a match key; encoded parts are prefix-free, so a range
  * from "[<prefix>" to "(<prefix>\xff" holds exactly the members under an encoded prefix.

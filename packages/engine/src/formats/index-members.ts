@@ -1,6 +1,6 @@
 /**
  * The member layouts of the wait indexes and the run index, and the wait id they name
- * (the same layouts as lua/includes/common.lua; the key names are KeyLayout's).
+ * (the same layouts as lua/includes/wait-index.lua and digests.lua; the key names are KeyLayout's).
  *
  * - wait id: "w<partition>.<position digest 16>", the partition its match key lies in;
  * - wait-index member (waiting, done): "<index key 12><position digest 16>";
@@ -21,7 +21,7 @@ const PARTITION_TAG_LENGTH = 3;
 /** Characters of a run position: run digest + position digest. */
 const RUN_POSITION_LENGTH = RUN_DIGEST_LENGTH + POSITION_DIGEST_LENGTH;
 
-/** 24 bits of SHA-1 as 4 base64url characters (the same as digest4 in lua/includes/common.lua). */
+/** 24 bits of SHA-1 as 4 base64url characters (the same as digest4 in lua/includes/digests.lua). */
 export function digest4(value: string): string {
   const n = Number.parseInt(hash("sha1", value, "hex").slice(0, 6), 16);
   return tagPartition(n >> 6) + (TAG[n & 63] as string);
@@ -56,7 +56,7 @@ export function parseWaitId(waitId: string): { partition: number; positionDigest
 /**
  * The index key of a tenant, (tenant, type) or match key in the wait indexes: 4, 8 or
  * 12 characters (4-character digests of each level; see indexKey in
- * lua/includes/common.lua, which computes the same from an encoded match key).
+ * lua/includes/digests.lua, which computes the same from an encoded match key).
  */
 export function indexKey(tenant: string, eventType?: string, correlationId?: string): string {
   let ik = digest4(encodeParts(tenant));

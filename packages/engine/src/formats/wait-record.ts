@@ -43,7 +43,7 @@ export interface RawWait {
 /**
  * A stored wait record: JSON, or the compact text of a plain waiting wait
  * ("<len>:<mk><len>:<r><len>:<p><ca>,<dl>,<sn>", lengths in bytes; see decodeWait in
- * lua/includes/common.lua).
+ * lua/includes/wait-record.lua).
  */
 export function parseWaitRecord(raw: string): RawWait {
   if (raw.startsWith("{")) return JSON.parse(raw) as RawWait;

@@ -1,0 +1,24 @@
+--[[
+  The entries of a partition stream. An entry is written with field ks: the encoded
+  event keys of the events accepted together, one after the other (self-delimiting).
+  An entry with field k (one event key) is read the same way.
+]]
+--@include "parts"
+
+-- Appends one entry for the events with these event keys; returns its stream id.
+local function addEntry(streamKey, id, eventKeys)
+  return redis.call("XADD", streamKey, id, "ks", table.concat(eventKeys))
+end
+
+-- Appends to `into` the event keys of a stream entry (as XRANGE replies it); returns `into`.
+local function entryEventKeys(entry, into)
+  local fields = entry[2]
+  for f = 1, #fields, 2 do
+    if fields[f] == "ks" then
+      splitEventKeys(fields[f + 1], into)
+    elseif fields[f] == "k" then
+      into[#into + 1] = fields[f + 1]
+    end
+  end
+  return into
+end

@@ -1,0 +1,17 @@
+--[[
+  The wait indexes of a partition (waiting, done) hold "<index key 12><wait id body 16>"
+  (28 bytes: jemalloc's 32-byte class), all scores 0, so a prefix of the index key
+  ranges over a tenant, a type or a match key.
+]]
+--@include "digests"
+--@include "ids"
+
+-- A wait's member in the waiting / done index.
+local function waitMember(wait, waitId)
+  return indexKey(wait["mk"]) .. waitIdBody(waitId)
+end
+
+-- The wait id of an index member, given the partition's "w<partition>." prefix.
+local function memberWaitId(idPrefix, member)
+  return idPrefix .. string.sub(member, 13)
+end
