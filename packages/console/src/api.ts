@@ -82,18 +82,11 @@ export interface Explanation {
   } & Record<string, unknown>;
 }
 
-export interface WaitRow {
-  id: string;
-  tenant: string;
-  runId: string;
-  position: string;
-  eventType: string;
-  correlationId: string;
-  state: WaitState;
-  createdAt: string;
-  deadline: string | null;
-  resolvedBy: string | null;
-}
+/** A row of the console's waits listing: the wait's own fields, and how it was resolved. */
+export type WaitRow = Pick<
+  Wait,
+  "id" | "tenant" | "runId" | "position" | "eventType" | "correlationId" | "state" | "createdAt" | "deadline"
+> & { resolvedBy: string | null };
 
 export interface Session {
   identity: { kind: "admin" | "host"; tenant: string | null };

@@ -12,6 +12,7 @@ export {
 export { canonicalJson, decodeParts, digest, encodeParts, fnv1a32, splitEncodings } from "./encoding.js";
 export { FAILPOINTS, type FailpointName, failpoint, parseFailpoints } from "./failpoints.js";
 export { type ConsumerGroupInfo, findGroup } from "./formats/consumer-groups.js";
+export { toEventRecord } from "./formats/event-record.js";
 export { type InboxMember, parseInboxMember } from "./formats/inbox-members.js";
 export {
   parseRunMember,
@@ -21,6 +22,7 @@ export {
   waitIdOfRunMember,
   waitIdPrefix,
 } from "./formats/index-members.js";
+export { iso } from "./formats/iso.js";
 export {
   type EventEntry,
   eventsOfEntry,
@@ -29,6 +31,7 @@ export {
   type StreamEntry,
   type StreamEvent,
 } from "./formats/stream-entries.js";
+export { toWait } from "./formats/wait-record.js";
 export { luaScripts, type ScriptName } from "./generated/lua.js";
 export { explainWait } from "./inspect.js";
 export { DISPATCHER_GROUP, KeyLayout, MATCHER_GROUP, type PartitionKeys } from "./keys.js";
@@ -43,7 +46,6 @@ export { listWaits, type WaitFilter, type WaitPage } from "./reads/list-waits.js
 export { ensurePartitionCount } from "./reads/meta.js";
 export { PartitionReader } from "./reads/partition-reader.js";
 export type { ReaderSource } from "./reads/source.js";
-export { iso, toEventRecord, toWait } from "./records.js";
 export {
   COMMAND_TIMED_OUT,
   createBlockingRedis,

@@ -1,24 +1,10 @@
-/**
- * The typed Store, the front door of the engine: every state change of rendezvous is
- * one Lua transition over one partition (src/transitions: each one's arguments and
- * reply), run by the systems over one shared context (src/systems: ingest, waits,
- * resolution). The Store never reads, changes and writes wait state itself.
- */
-
-import type { EventRecord, Wait, WaitSpec } from "@rendezvous/protocol";
-import type { ChainableCommander } from "ioredis";
-import type { BatchReply } from "./batch.js";
 import { EngineContext, type StoreConfig } from "./engine-context.js";
-import type { Rejection } from "./formats/rejection-record.js";
 import { KeyLayout } from "./keys.js";
 import type { RedisLike } from "./redis.js";
-import { type IngestInput, type IngestResult, IngestSystem } from "./systems/ingest.js";
+import { IngestSystem } from "./systems/ingest.js";
 import { ResolutionSystem } from "./systems/resolution.js";
-import { type AnnotationWhat, type DeliverRequest, WaitsSystem } from "./systems/waits.js";
-import type { ConsumeResult } from "./transitions/consumeWait.js";
-import type { MatchResult } from "./transitions/matchEvent.js";
+import { WaitsSystem } from "./systems/waits.js";
 import { defineScripts } from "./transitions/run.js";
-import type { TimeoutResult } from "./transitions/timeoutWait.js";
 
 export type { StoreConfig } from "./engine-context.js";
 export type { Rejection } from "./formats/rejection-record.js";
@@ -41,26 +27,40 @@ export interface StoreOptions {
   clock?: () => number | undefined;
 }
 
-type Refusal = Parameters<IngestSystem["recordRejections"]>[1][number];
-type Annotation = Parameters<WaitsSystem["annotateMany"]>[0][number];
-
 export class Store {
   readonly keys: KeyLayout;
   readonly redis: RedisLike;
   readonly config: StoreConfig;
   readonly #ctx: EngineContext;
-  readonly #ingest: IngestSystem;
-  readonly #waits: WaitsSystem;
-  readonly #resolution: ResolutionSystem;
 
   constructor(opts: StoreOptions) {
     this.redis = opts.redis;
     this.config = opts.config;
     this.keys = new KeyLayout(opts.prefix ?? "rdv", opts.config.partitions);
     this.#ctx = new EngineContext(this.redis, this.keys, this.config, opts.clock ?? (() => undefined));
-    this.#ingest = new IngestSystem(this.#ctx);
-    this.#waits = new WaitsSystem(this.#ctx);
-    this.#resolution = new ResolutionSystem(this.#ctx);
+    const ctx = this.#ctx;
+    const ingest = new IngestSystem(ctx);
+    const waits = new WaitsSystem(ctx);
+    const resolution = new ResolutionSystem(ctx);
+    this.ingest = ingest.ingest.bind(ingest);
+    this.getEvent = ingest.getEvent.bind(ingest);
+    this.recordRejections = ingest.recordRejections.bind(ingest);
+    this.rejections = ingest.rejections.bind(ingest);
+    this.register = waits.register.bind(waits);
+    this.getWait = waits.getWait.bind(waits);
+    this.getWaits = waits.getWaits.bind(waits);
+    this.cancel = waits.cancel.bind(waits);
+    this.consume = waits.consume.bind(waits);
+    this.attachJob = waits.attachJob.bind(waits);
+    this.annotate = waits.annotate.bind(waits);
+    this.annotateMany = waits.annotateMany.bind(waits);
+    this.deliver = waits.deliver.bind(waits);
+    this.perWaitRecord = ctx.perWaitRecord.bind(ctx);
+    this.match = resolution.match.bind(resolution);
+    this.timeout = resolution.timeout.bind(resolution);
+    this.timeoutMany = resolution.timeoutMany.bind(resolution);
+    this.expire = resolution.expire.bind(resolution);
+    this.expireMany = resolution.expireMany.bind(resolution);
     defineScripts(this.redis);
   }
 
@@ -74,94 +74,31 @@ export class Store {
     return new Store({ redis, config: this.config, prefix: this.keys.prefix, clock: this.#ctx.clock });
   }
 
-  // ---------------------------------------------------------------- ingest (systems/ingest.ts)
+  // Each operation is its system's own method (same signature), bound here.
 
-  ingest(tenant: string, producer: string, events: IngestInput[]): Promise<IngestResult[]> {
-    return this.#ingest.ingest(tenant, producer, events);
-  }
+  /** systems/ingest.ts */
+  readonly ingest: IngestSystem["ingest"];
+  readonly getEvent: IngestSystem["getEvent"];
+  readonly recordRejections: IngestSystem["recordRejections"];
+  readonly rejections: IngestSystem["rejections"];
 
-  getEvent(tenant: string, producer: string, eventId: string): Promise<EventRecord | null> {
-    return this.#ingest.getEvent(tenant, producer, eventId);
-  }
+  /** systems/waits.ts */
+  readonly register: WaitsSystem["register"];
+  readonly getWait: WaitsSystem["getWait"];
+  readonly getWaits: WaitsSystem["getWaits"];
+  readonly cancel: WaitsSystem["cancel"];
+  readonly consume: WaitsSystem["consume"];
+  readonly attachJob: WaitsSystem["attachJob"];
+  readonly annotate: WaitsSystem["annotate"];
+  readonly annotateMany: WaitsSystem["annotateMany"];
+  readonly deliver: WaitsSystem["deliver"];
+  /** One command per wait id on its record, in one round trip (engine-context.ts). */
+  readonly perWaitRecord: EngineContext["perWaitRecord"];
 
-  recordRejections(tenant: string, refusals: Refusal[]): Promise<void> {
-    return this.#ingest.recordRejections(tenant, refusals);
-  }
-
-  rejections(tenant: string, eventType: string, correlationId: string): Promise<Rejection[]> {
-    return this.#ingest.rejections(tenant, eventType, correlationId);
-  }
-
-  // ---------------------------------------------------------------- waits (systems/waits.ts)
-
-  register(tenant: string, spec: WaitSpec): Promise<{ created: boolean; wait: Wait }> {
-    return this.#waits.register(tenant, spec);
-  }
-
-  getWait(tenant: string | null, waitId: string): Promise<Wait | null> {
-    return this.#waits.getWait(tenant, waitId);
-  }
-
-  getWaits(waitIds: string[]): Promise<Array<Wait | null>> {
-    return this.#waits.getWaits(waitIds);
-  }
-
-  perWaitRecord(
-    waitIds: string[],
-    command: (pipeline: ChainableCommander, key: string, id: string) => unknown,
-  ): Promise<BatchReply[]> {
-    return this.#ctx.perWaitRecord(waitIds, command);
-  }
-
-  cancel(tenant: string | null, waitId: string): Promise<Wait> {
-    return this.#waits.cancel(tenant, waitId);
-  }
-
-  consume(tenant: string | null, waitId: string, worker: string): Promise<ConsumeResult> {
-    return this.#waits.consume(tenant, waitId, worker);
-  }
-
-  attachJob(tenant: string | null, waitId: string, externalJobId: string): Promise<Wait> {
-    return this.#waits.attachJob(tenant, waitId, externalJobId);
-  }
-
-  annotate(
-    tenant: string | null,
-    waitId: string,
-    what: AnnotationWhat,
-    detail: Record<string, unknown> = {},
-    opts: { once?: boolean } = {},
-  ): Promise<Wait> {
-    return this.#waits.annotate(tenant, waitId, what, detail, opts);
-  }
-
-  annotateMany(entries: Annotation[]): Promise<void> {
-    return this.#waits.annotateMany(entries);
-  }
-
-  deliver(tenant: string, req: DeliverRequest): Promise<{ delivered: string[]; matched: number }> {
-    return this.#waits.deliver(tenant, req);
-  }
-
-  // ---------------------------------------------------------------- workers (systems/resolution.ts)
-
-  match(partition: number, entries: Array<{ streamId: string; eventKey: string }>): Promise<MatchResult[]> {
-    return this.#resolution.match(partition, entries);
-  }
-
-  timeout(waitId: string): Promise<TimeoutResult> {
-    return this.#resolution.timeout(waitId);
-  }
-
-  timeoutMany(waitIds: string[]): Promise<TimeoutResult[]> {
-    return this.#resolution.timeoutMany(waitIds);
-  }
-
-  expire(partition: number, limit = 200): Promise<{ handled: number; more: boolean }> {
-    return this.#resolution.expire(partition, limit);
-  }
-
-  expireMany(partitions: number[], limit = 200): Promise<Array<{ handled: number; more: boolean }>> {
-    return this.#resolution.expireMany(partitions, limit);
-  }
+  /** systems/resolution.ts */
+  readonly match: ResolutionSystem["match"];
+  readonly timeout: ResolutionSystem["timeout"];
+  readonly timeoutMany: ResolutionSystem["timeoutMany"];
+  readonly expire: ResolutionSystem["expire"];
+  readonly expireMany: ResolutionSystem["expireMany"];
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseWaitRecord } from "../src/records.js";
+import { parseWaitRecord } from "../src/formats/wait-record.js";
 import { event, ingestOne, makeStore, matchOne } from "./helpers.js";
 
 describe("wait records: compact while plainly waiting, JSON otherwise", () => {

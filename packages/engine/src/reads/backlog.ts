@@ -5,8 +5,8 @@
 import type { ChainableCommander } from "ioredis";
 import { execBatch } from "../batch.js";
 import { findGroup } from "../formats/consumer-groups.js";
+import { iso } from "../formats/iso.js";
 import { MATCHER_GROUP } from "../keys.js";
-import { iso } from "../records.js";
 import type { ReaderSource } from "./source.js";
 
 /** Unprocessed events of a partition's stream. */

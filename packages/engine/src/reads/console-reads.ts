@@ -9,8 +9,8 @@ import type { ChainableCommander } from "ioredis";
 import { type BatchCommand, execBatch } from "../batch.js";
 import { decodeParts, encodeParts } from "../encoding.js";
 import { indexKey } from "../formats/index-members.js";
+import { iso } from "../formats/iso.js";
 import type { ListLease } from "../list-gate.js";
-import { iso } from "../records.js";
 import type { Store } from "../store.js";
 import { countDue } from "./deadlines.js";
 import {

@@ -2,7 +2,7 @@
 import type { NearMiss } from "@rendezvous/protocol";
 import { execBatch } from "../batch.js";
 import { inboxTenantRange, parseInboxMember } from "../formats/inbox-members.js";
-import { iso } from "../records.js";
+import { iso } from "../formats/iso.js";
 import type { ReaderSource } from "./source.js";
 
 /**

@@ -2,8 +2,8 @@ import type { Wait, WaitState } from "@rendezvous/protocol";
 import { RendezvousError } from "@rendezvous/protocol";
 import type { Config } from "../config.js";
 import { indexKey, runDigest, waitIdOfIndexMember, waitIdOfRunMember } from "../formats/index-members.js";
+import { parseWaitRecord, toWait } from "../formats/wait-record.js";
 import type { ListLease } from "../list-gate.js";
-import { parseWaitRecord, toWait } from "../records.js";
 import type { Store } from "../store.js";
 
 export interface WaitFilter {
