@@ -74,31 +74,32 @@ export class Store {
     return new Store({ redis, config: this.config, prefix: this.keys.prefix, clock: this.#ctx.clock });
   }
 
-  // Each operation is its system's own method (same signature), bound here.
+  // Each operation is its system's own method (same signature), bound here (plain
+  // properties, like methods: a test may replace one).
 
   /** systems/ingest.ts */
-  readonly ingest: IngestSystem["ingest"];
-  readonly getEvent: IngestSystem["getEvent"];
-  readonly recordRejections: IngestSystem["recordRejections"];
-  readonly rejections: IngestSystem["rejections"];
+  ingest: IngestSystem["ingest"];
+  getEvent: IngestSystem["getEvent"];
+  recordRejections: IngestSystem["recordRejections"];
+  rejections: IngestSystem["rejections"];
 
   /** systems/waits.ts */
-  readonly register: WaitsSystem["register"];
-  readonly getWait: WaitsSystem["getWait"];
-  readonly getWaits: WaitsSystem["getWaits"];
-  readonly cancel: WaitsSystem["cancel"];
-  readonly consume: WaitsSystem["consume"];
-  readonly attachJob: WaitsSystem["attachJob"];
-  readonly annotate: WaitsSystem["annotate"];
-  readonly annotateMany: WaitsSystem["annotateMany"];
-  readonly deliver: WaitsSystem["deliver"];
+  register: WaitsSystem["register"];
+  getWait: WaitsSystem["getWait"];
+  getWaits: WaitsSystem["getWaits"];
+  cancel: WaitsSystem["cancel"];
+  consume: WaitsSystem["consume"];
+  attachJob: WaitsSystem["attachJob"];
+  annotate: WaitsSystem["annotate"];
+  annotateMany: WaitsSystem["annotateMany"];
+  deliver: WaitsSystem["deliver"];
   /** One command per wait id on its record, in one round trip (engine-context.ts). */
-  readonly perWaitRecord: EngineContext["perWaitRecord"];
+  perWaitRecord: EngineContext["perWaitRecord"];
 
   /** systems/resolution.ts */
-  readonly match: ResolutionSystem["match"];
-  readonly timeout: ResolutionSystem["timeout"];
-  readonly timeoutMany: ResolutionSystem["timeoutMany"];
-  readonly expire: ResolutionSystem["expire"];
-  readonly expireMany: ResolutionSystem["expireMany"];
+  match: ResolutionSystem["match"];
+  timeout: ResolutionSystem["timeout"];
+  timeoutMany: ResolutionSystem["timeoutMany"];
+  expire: ResolutionSystem["expire"];
+  expireMany: ResolutionSystem["expireMany"];
 }

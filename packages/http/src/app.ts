@@ -11,25 +11,19 @@ import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstanc
 import { hasZodFastifySchemaValidationErrors, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { adminQueues, BOARD_PATH } from "./admin.js";
+import { indexCredentials } from "./auth.js";
 import { BodyBudget, DEFAULT_BODY_BUDGET, effectiveBodyBudget, HOST_BODY_LIMIT, limitRequestBodies } from "./bodies.js";
+import type { BodyBudgetOptions } from "./body-budget.js";
 import { guardConnections } from "./connections.js";
 import { consoleRoutes } from "./console.js";
 import { continuationRoutes } from "./continuation-routes.js";
 import { hostRoutes } from "./host-routes.js";
-import {
-  type BodyBudgetOptions,
-  clientAborted,
-  frameworkErrors,
-  indexCredentials,
-  ingestRoutes,
-  lingerAfterTooLarge,
-  redisUnavailable,
-  sendApiError,
-  toApiError,
-} from "./index.js";
+import { frameworkErrors, lingerAfterTooLarge, redisUnavailable, sendApiError, toApiError } from "./http-errors.js";
 import { DEFAULT_HTTP_LIMITS, type HttpLimits, limitOptions } from "./limits.js";
 import { openapiOptions, recordRoutes } from "./openapi.js";
 import { opsRoutes } from "./ops.js";
+import { ingestRoutes } from "./producers/routes.js";
+import { clientAborted } from "./unread-body.js";
 
 /** The API's version in the OpenAPI document. */
 const API_VERSION = "0.1.0";

@@ -7,7 +7,9 @@
 import type { Config } from "@rendezvous/engine";
 import type { FastifyInstance } from "fastify";
 import { Gauge, type Registry } from "prom-client";
-import { BodyBudget, type BodyBudgetOptions, closeUnreadBodies, limitBodies, MAX_BATCH } from "./index.js";
+import { BodyBudget, type BodyBudgetOptions, limitBodies } from "./body-budget.js";
+import { MAX_BATCH } from "./producers/ingest.js";
+import { closeUnreadBodies } from "./unread-body.js";
 
 /** The body limit of every route but the producer routes (fastify's `bodyLimit`). */
 export const HOST_BODY_LIMIT = 1024 * 1024;

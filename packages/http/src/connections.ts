@@ -24,7 +24,7 @@ import type { Server } from "node:http";
 import type { Socket } from "node:net";
 import type { Logger } from "@rendezvous/engine";
 import { Counter, Gauge, type Registry } from "prom-client";
-import { clientKey } from "./index.js";
+import { clientKey } from "./body-budget.js";
 
 export interface ConnectionLimits {
   /** most open connections of the server */

@@ -17,9 +17,9 @@ import {
 import { Queue } from "bullmq";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
+import { authenticateHost, type CredentialIndex, type HostIdentity, readTenant } from "./auth.js";
 import { latenessOf, rates, resolutionsOf, type Sampler } from "./console-stats.js";
 import { ListQuery, leaseUntilSent } from "./host-routes.js";
-import { authenticateHost, type CredentialIndex, type HostIdentity, readTenant } from "./index.js";
 
 export interface ConsoleApiOptions {
   res: Resources;

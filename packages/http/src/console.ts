@@ -12,9 +12,10 @@ import { consoleBuilt, consoleDir } from "@rendezvous/console";
 import type { Resources } from "@rendezvous/engine";
 import { RendezvousError } from "@rendezvous/protocol";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
+import type { CredentialIndex } from "./auth.js";
 import { consoleApi } from "./console-api.js";
 import { startSampler } from "./console-stats.js";
-import { type CredentialIndex, redisUnavailable, sendApiError } from "./index.js";
+import { redisUnavailable, sendApiError } from "./http-errors.js";
 
 export interface ConsoleOptions {
   res: Resources;

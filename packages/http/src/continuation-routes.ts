@@ -8,8 +8,8 @@ import type { Config, Resources } from "@rendezvous/engine";
 import { ContinuationGroupName, errorResponses, RendezvousError, Text } from "@rendezvous/protocol";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
+import { authenticateHost, type CredentialIndex, type HostIdentity, readTenant } from "./auth.js";
 import { ContinuationClaims, ContinuationLease } from "./continuation-claims.js";
-import { authenticateHost, type CredentialIndex, type HostIdentity, readTenant } from "./index.js";
 
 export interface ContinuationRoutesOptions {
   res: Resources;

@@ -29,7 +29,7 @@ import {
 import type { FastifyReply } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { authenticateHost, type CredentialIndex, type HostIdentity, readTenant } from "./index.js";
+import { authenticateHost, type CredentialIndex, type HostIdentity, readTenant } from "./auth.js";
 import { MAX_JSON_DEPTH, nestedDeeperThan } from "./limits.js";
 
 export interface HostRoutesOptions {

@@ -12,7 +12,7 @@
  * write per TTL, and concurrent polls share one probe.
  */
 import { PartitionReader, type Resources, withinCommandTimeout } from "@rendezvous/engine";
-import { type RedisTrouble, redisTrouble } from "./index.js";
+import { type RedisTrouble, redisTrouble } from "./http-errors.js";
 
 export type Readiness = { ok: true } | { ok: false; reason: RedisTrouble };
 
