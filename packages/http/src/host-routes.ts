@@ -30,7 +30,8 @@ import type { FastifyReply } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { authenticateHost, type CredentialIndex, type HostIdentity, readTenant } from "./auth.js";
-import { MAX_JSON_DEPTH, nestedDeeperThan } from "./limits.js";
+// wait metadata has the same nesting bound as an event payload
+import { MAX_JSON_DEPTH, nestedDeeperThan } from "./producers/validation.js";
 
 export interface HostRoutesOptions {
   res: Resources;

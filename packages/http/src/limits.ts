@@ -85,6 +85,3 @@ export function limitOptions(limits: HttpLimits): Pick<
     },
   };
 }
-
-/** Most levels of nesting of a payload or of wait metadata (the JSON body adds its own level): ingest's. */
-export { MAX_JSON_DEPTH, nestedDeeperThan } from "./index.js";
