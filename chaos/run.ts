@@ -25,7 +25,7 @@ import { check } from "./check.js";
 import { ChaosHttp } from "./http.js";
 import { ChaosRedis, type FaultRecord, RoleProcess, type RoleSpec } from "./procs.js";
 import { buildReport, formatReport } from "./report.js";
-import { rssMb, type Sample, sampleRedis, summarize } from "./soak.js";
+import { DRIVER, rssMb, type Sample, sampleRedis, summarize } from "./soak.js";
 import { ADMIN_TOKEN, EVENT_TYPE, HOST_KEY, PRODUCERS, TENANT, Workload } from "./workload.js";
 
 // ---- options
@@ -195,7 +195,7 @@ async function main(): Promise<number> {
       try {
         while (sampling) {
           const r = await sampleRedis(probe, PREFIX);
-          const rss: Record<string, number> = { workload: rssMb(process.pid), redis: rssMb(redis.pid) };
+          const rss: Record<string, number> = { [DRIVER]: rssMb(process.pid), redis: rssMb(redis.pid) };
           for (const role of roles) rss[role.spec.name] = rssMb(role.pid);
           const { entries, ...mem } = r;
           samples.push({ t: Math.round((Date.now() - startedAt) / 1000), rssMb: rss, redis: mem, entries });
