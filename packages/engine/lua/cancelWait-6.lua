@@ -34,5 +34,5 @@ end
 if wait["s"] ~= "w" then
   return { C_NOT_WAITING, cjson.encode(wait) }
 end
-settleWait(keys, waitId, wait, "c", { k = "c", at = now }, { at = now, w = "resolved", k = "c" }, now, retentionMs)
-return { C_RESOLVED, cjson.encode(wait) }
+local record = settleWait(keys, waitId, wait, "c", { k = "c", at = now }, { at = now, w = "resolved", k = "c" }, now, retentionMs)
+return { C_RESOLVED, record }

@@ -82,9 +82,14 @@ end
 -- waits this event may not resolve (since after it, deadline before it) do not use
 -- up the cap. Resolved waits leave the index, so pages continue after the last member.
 local ik = indexKey(mk)
-local from = "[" .. ik
+-- The settled waits of the match key (for late events), read before this event settles
+-- any: when they and the waits it resolves fit in one page of fanoutCap, a read after
+-- the resolutions gives this page and the waits resolved now; else it is read again.
+local first, last = "[" .. ik, "(" .. ik .. "\255"
+local settledBefore = redis.call("ZRANGEBYLEX", keys.done, first, last, "LIMIT", "0", ARGV[3])
+local from = first
 while #matched < fanoutCap do
-  local page = redis.call("ZRANGEBYLEX", keys.waiting, from, "(" .. ik .. "\255", "LIMIT", "0", ARGV[3])
+  local page = redis.call("ZRANGEBYLEX", keys.waiting, from, last, "LIMIT", "0", ARGV[3])
   for _, member in ipairs(page) do
     if #matched >= fanoutCap then
       break
@@ -108,10 +113,13 @@ while #matched < fanoutCap do
 end
 
 local settledNow = {}
-for _, waitId in ipairs(matched) do
-  settledNow[waitId] = true
+local members = settledBefore
+if #settledBefore + #matched > fanoutCap then
+  for _, waitId in ipairs(matched) do
+    settledNow[waitId] = true
+  end
+  members = redis.call("ZRANGEBYLEX", keys.done, first, last, "LIMIT", "0", ARGV[3])
 end
-local members = redis.call("ZRANGEBYLEX", keys.done, "[" .. ik, "(" .. ik .. "\255", "LIMIT", "0", ARGV[3])
 for _, member in ipairs(members) do
   local waitId = memberWaitId(idPrefix, member)
   -- (a wait this very event just resolved is not late for it: not even loaded)

@@ -70,19 +70,21 @@ for _, member in ipairs(bufferedSince(keys.inbox, mk, since, 16)) do
     -- expired or no longer buffered: the index entry is stale
     redis.call("ZREM", keys.inbox, member)
   elseif deadline == nil or ev["at"] <= deadline then
-    resolveByEvent(keys, waitId, wait, ev, eventRef(ev), now, retentionMs)
+    local record = resolveByEvent(keys, waitId, wait, ev, eventRef(ev), now, retentionMs)
     ev["st"] = "m"
     ev["mw"] = { waitId }
     ev["pl"] = nil
     saveEvent(keys.events, eventKey, ev)
     redis.call("ZREM", keys.inbox, member)
-    return { C_CREATED, cjson.encode(wait) }
+    return { C_CREATED, record }
   end
 end
 
-saveWait(keys.waits, waitId, wait)
+-- (the reply is the stored text: the compact form of a plain wait reads the same)
+local record = encodeWait(wait)
+redis.call("HSET", keys.waits, waitId, record)
 redis.call("ZADD", keys.waiting, "0", waitMember(wait, waitId))
 if deadline ~= nil then
   redis.call("ZADD", keys.deadlines, intText(deadline), waitId)
 end
-return { C_CREATED, cjson.encode(wait) }
+return { C_CREATED, record }

@@ -127,6 +127,6 @@ if #unprocessed > 0 then
   end
 end
 
-settleWait(keys, waitId, wait, "t", { k = "t", at = now, dl = deadline },
+local record = settleWait(keys, waitId, wait, "t", { k = "t", at = now, dl = deadline },
   { at = now, w = "resolved", k = "t", dl = deadline }, now, retentionMs)
-return { C_RESOLVED, cjson.encode(wait) }
+return { C_RESOLVED, record }

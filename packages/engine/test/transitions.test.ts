@@ -159,6 +159,16 @@ describe("match", () => {
     expect(states.filter((s) => s === "waiting")).toHaveLength(1);
   });
 
+  it("an event that resolves a wait is late for the waits of its match key settled before", async () => {
+    const h = makeStore({ fanoutCap: 2 });
+    const w1 = await h.store.register("acme", spec("run-1", "job-1"));
+    expect(await matchOne(h, await ingestOne(h, event("e1", "job-1")))).toMatchObject({ matched: [w1.wait.id] });
+    const w2 = await h.store.register("acme", spec("run-2", "job-1"));
+    const r = await matchOne(h, await ingestOne(h, event("e2", "job-1")));
+    expect(r).toMatchObject({ status: "matched", matched: [w2.wait.id], late: [w1.wait.id] });
+    expect((await h.store.getWait("acme", w2.wait.id))?.lateEvents).toEqual([]);
+  });
+
   it("does not match across tenants, types or correlation ids", async () => {
     const h = makeStore();
     const { wait } = await h.store.register("acme", spec("run-1", "job-1"));

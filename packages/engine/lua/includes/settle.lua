@@ -9,15 +9,21 @@
 --@include "wait-index"
 --@include "expiry"
 
+-- Returns the stored record text (what the transitions reply: no second encode).
 local function settleWait(keys, waitId, wait, state, resolution, historyEntry, now, retentionMs)
   wait["s"] = state
   wait["res"] = resolution
   pushHistory(wait, historyEntry)
-  saveWait(keys.waits, waitId, wait)
+  local record = encodeWait(wait)
+  redis.call("HSET", keys.waits, waitId, record)
   local member = waitMember(wait, waitId)
   redis.call("ZREM", keys.waiting, member)
   redis.call("ZADD", keys.done, "0", member)
-  redis.call("ZREM", keys.deadlines, waitId)
+  if wait["dl"] ~= nil then
+    -- (only a wait with a deadline has a deadline index entry)
+    redis.call("ZREM", keys.deadlines, waitId)
+  end
   scheduleExpiry(keys.expiry, intText(now + retentionMs), "w", waitId)
   redis.call("XADD", keys.outbox, "*", "w", waitId, "k", resolution["k"])
+  return record
 end
