@@ -19,5 +19,5 @@ local function settleWait(keys, waitId, wait, state, resolution, historyEntry, n
   redis.call("ZADD", keys.done, "0", member)
   redis.call("ZREM", keys.deadlines, waitId)
   scheduleExpiry(keys.expiry, intText(now + retentionMs), "w", waitId)
-  redis.call("XADD", keys.outbox, "*", "w", waitId, "k", resolution["k"])
+  redis.call("XADD", keys.outbox, "*", "w", waitId, "k", resolution["k"], "r", redis.call("HGET", keys.waits, waitId))
 end
