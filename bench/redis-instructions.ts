@@ -10,20 +10,23 @@
  *   baseline of bench:ingest);
  * - store.ingest: N new events in batches of 500 (the ingest transitions, 16 partitions);
  * - store.match: the match of N events, each resolving the one wait registered for it
- *   (the waits and events are set up before the counters are zeroed).
+ *   (the waits and events are set up before the counters are zeroed);
+ * - dispatch: a Dispatcher handing out N resolved waits from the outboxes (the BullMQ
+ *   job, continuation_dispatched, the ack; the waits are resolved before the zeroing).
  *
  * It prints instructions per event for each and their ratio. Under valgrind redis-server
  * runs some 50× slower, so N is small (default 5,000).
  *
  * `--ingest-batch N` sets the events per ingest call (1: the single-event path);
- * `--only raw|ingest|match` runs one case; `--keep DIR` copies each case's dump to
+ * `--only raw|ingest|match|dispatch` runs one case; `--keep DIR` copies each case's dump to
  * DIR/<case>.callgrind for `callgrind_annotate --inclusive=yes DIR/ingest.callgrind`.
  */
 import { spawnSync } from "node:child_process";
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createResources, parseConfig, type RedisServer, startRedisServer } from "@rendezvous/engine";
+import { createResources, parseConfig, type RedisServer, type Resources, startRedisServer } from "@rendezvous/engine";
+import { Dispatcher } from "@rendezvous/workers";
 import { Redis } from "ioredis";
 import { pino } from "pino";
 import { parseArgs } from "./lib/args.js";
@@ -36,7 +39,9 @@ const INGEST_BATCH = args.number("ingest-batch", BATCH);
 const NOTE = "n".repeat(120);
 const ONLY = args.string("only", "");
 const KEEP = args.string("keep", "");
-if (ONLY && !["raw", "ingest", "match"].includes(ONLY)) throw new Error("--only takes raw, ingest or match");
+if (ONLY && !["raw", "ingest", "match", "dispatch"].includes(ONLY)) {
+  throw new Error("--only takes raw, ingest, match or dispatch");
+}
 
 async function startUnderCallgrind(): Promise<RedisServer> {
   const dir = mkdtempSync(join(tmpdir(), "rdv-callgrind-"));
@@ -72,7 +77,7 @@ function lastDumpInstructions(inst: RedisServer, name: string): number {
 }
 
 async function measure(
-  name: "raw" | "ingest" | "match",
+  name: "raw" | "ingest" | "match" | "dispatch",
   prepare: (url: string) => Promise<(n: number) => Promise<void>>,
 ): Promise<number> {
   if (ONLY && ONLY !== name) return Number.NaN;
@@ -182,9 +187,68 @@ const match = await measure("match", async (url) => {
   };
 });
 
+const dispatch = await measure("dispatch", async (url) => {
+  // one set of resolved waits per run, each under its own prefix: the warm-up hands out
+  // the first, the counted run the second (both resolved before the counters are zeroed)
+  const sets = new Map<number, Resources>();
+  for (const n of [BATCH, EVENTS]) {
+    const res = createResources({
+      redisUrl: url,
+      prefix: `rd${n}`,
+      config: parseConfig({ partitions: 16 }),
+      logger: pino({ level: "silent" }),
+    });
+    const events = Array.from({ length: n }, () => event(seq++));
+    for (const e of events) {
+      await res.store.register("bench", {
+        runId: `r-${e.id}`,
+        position: "p",
+        eventType: e.type,
+        correlationId: e.correlationId,
+      });
+    }
+    for (let i = 0; i < n; i += BATCH) {
+      const chunk = events.slice(i, i + BATCH);
+      const results = await res.store.ingest("bench", "loader", chunk);
+      const byPartition = new Map<number, Array<{ streamId: string; eventKey: string }>>();
+      results.forEach((r, j) => {
+        const e = chunk[j];
+        if (r.status !== "accepted" || !e) return;
+        const p = res.store.keys.matchPartition("bench", e.type, e.correlationId);
+        const list = byPartition.get(p) ?? [];
+        list.push({ streamId: r.event.streamId, eventKey: res.store.keys.eventKey("bench", "loader", e.id) });
+        byPartition.set(p, list);
+      });
+      for (const [p, list] of byPartition) await res.store.match(p, list);
+    }
+    sets.set(n, res);
+  }
+  return async (n) => {
+    const res = sets.get(n) as Resources;
+    let dispatched = 0;
+    let done: () => void = () => {};
+    const all = new Promise<void>((resolve) => {
+      done = resolve;
+    });
+    const counter = res.metrics.continuationsDispatched;
+    const inc = counter.inc.bind(counter);
+    counter.inc = ((labels: { channel: string }, value: number | undefined = 1) => {
+      inc(labels, value);
+      dispatched += value;
+      if (dispatched >= n) done();
+    }) as typeof counter.inc;
+    const dispatcher = new Dispatcher(res, { webhookConcurrency: 0 });
+    await dispatcher.start();
+    await all;
+    await dispatcher.stop();
+    await res.close();
+  };
+});
+
 const count = (n: number) => (Number.isNaN(n) ? "-" : Math.round(n).toLocaleString("en-US"));
 console.log(`\nRedis instructions per event (callgrind, ${EVENTS} events, AOF everysec)`);
 console.log(`raw XADD (pipelined)            ${count(raw)}`);
 console.log(`store.ingest (batches of ${INGEST_BATCH})   ${count(ingest)}`);
 console.log(`ratio ingest / XADD             ${(ingest / raw).toFixed(2)}`);
 console.log(`store.match (resolves one wait) ${count(match)}`);
+console.log(`dispatch (one resolved wait)    ${count(dispatch)}`);

@@ -57,16 +57,15 @@ export class EngineContext {
 
   /**
    * Runs several scripts in one round trip (on a cluster: one pipeline per partition,
-   * concurrently); a script error becomes a thrown error.
+   * concurrently), then `after` in the same pipelines (a command of a call's slot goes
+   * behind it); a script or command error becomes a thrown error.
    */
-  async runAll(calls: ScriptCall[]): Promise<Reply[]> {
-    if (calls.length === 0) return [];
-    if (calls.length === 1) return [await this.run(calls[0] as ScriptCall)];
-    const results = await execBatch(this.redis, calls.map(command));
-    return results.map(([err, value], i) => {
-      if (err) throw err;
-      return asReply(value, calls[i]?.script ?? "?");
-    });
+  async runAll(calls: ScriptCall[], after: BatchCommand[] = []): Promise<Reply[]> {
+    if (calls.length === 0 && after.length === 0) return [];
+    if (calls.length === 1 && after.length === 0) return [await this.run(calls[0] as ScriptCall)];
+    const results = await execBatch(this.redis, [...calls.map(command), ...after]);
+    for (const [err] of results) if (err) throw err;
+    return calls.map((call, i) => asReply(results[i]?.[1], call.script));
   }
 
   /**

@@ -39,5 +39,10 @@ function crashAt(name: FailpointName): void {
   }
 }
 
+/** Is the failpoint armed in this process (a step that runs two actions as one keeps them apart for it)? */
+export function failpointArmed(name: FailpointName): boolean {
+  return armed.has(name);
+}
+
 /** Crash here if the failpoint is armed. */
 export const failpoint: (name: FailpointName) => void = armed.size > 0 ? crashAt : () => {};

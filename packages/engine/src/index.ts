@@ -10,7 +10,7 @@ export {
   TenantConfig,
 } from "./config.js";
 export { canonicalJson, decodeParts, digest, encodeParts, fnv1a32, splitEncodings } from "./encoding.js";
-export { FAILPOINTS, type FailpointName, failpoint, parseFailpoints } from "./failpoints.js";
+export { FAILPOINTS, type FailpointName, failpoint, failpointArmed, parseFailpoints } from "./failpoints.js";
 export { type ConsumerGroupInfo, findGroup } from "./formats/consumer-groups.js";
 export { toEventRecord } from "./formats/event-record.js";
 export { type InboxMember, parseInboxMember } from "./formats/inbox-members.js";

@@ -17,6 +17,7 @@ import { createHmac } from "node:crypto";
 import {
   ConsumerLoop,
   failpoint,
+  failpointArmed,
   Pacer,
   RESOLUTION_FEED,
   type RedisLike,
@@ -34,6 +35,9 @@ export { continuationQueueName };
 export const WEBHOOK_QUEUE = "webhooks";
 
 const DAY_S = 86_400;
+
+/** `dispatcher.after-annotate` armed: each step records its dispatches and acks in two round trips, the point between them */
+const AFTER_ANNOTATE_ARMED = failpointArmed("dispatcher.after-annotate");
 
 /** `Rendezvous-Signature` header value for a webhook body. */
 export function signWebhook(secret: string, body: string, unixSeconds = Math.floor(Date.now() / 1000)): string {
@@ -53,7 +57,7 @@ export interface DispatcherOptions {
   webhookBackoffMs?: number;
   /** request timeout @defaultValue 10000 */
   webhookTimeoutMs?: number;
-  /** most outbox entries handed out in one step (one `getWaits`, `addBulk` per queue, `annotateMany`, `XACK`) @defaultValue 50 */
+  /** most outbox entries handed out in one step (`addBulk` per queue, then `annotateMany` with the `XACK`) @defaultValue 50 */
   step?: number;
   /**
    * rest after a full step, as a multiple of its duration (at most 50 ms), steps one at
@@ -159,14 +163,16 @@ export class Dispatcher {
     }
   }
 
-  /** One step: jobs for the entries' waits, their annotations, then the entries' ack. */
+  /**
+   * One step: jobs for the entries' waits, then their continuation_dispatched entries and
+   * the entries' ack in one pipeline (one partition: one slot). The waits come with their
+   * outbox entries; an entry written before they did is answered by a read of its wait.
+   */
   async #dispatch(partition: number, entries: ResolutionEntry[]): Promise<void> {
-    const ids = entries.flatMap((e) => (e.waitId ? [e.waitId] : []));
-    const waits = await this.#store.getWaits(ids);
+    const waits = await this.#waitsOf(entries);
     const byQueue = new Map<string, Wait[]>();
     const hooks: Wait[] = [];
     for (const wait of waits) {
-      if (!wait) continue; // expired since: nothing left to hand out
       // a wait whose type one of the tenant's groups routes goes to that group's queue
       const name = continuationQueueOf(this.#res.config.tenants, wait.tenant, wait.eventType);
       const list = byQueue.get(name);
@@ -204,22 +210,37 @@ export class Dispatcher {
     // an outbox entry handled again after a crash (recorded, not yet acknowledged)
     // finds its job already there (same job id) and records nothing new: `once` keeps
     // one continuation_dispatched per job id
-    await this.#store.annotateMany(
-      [...byQueue].flatMap(([name, list]) =>
-        list.map((wait) => ({
-          waitId: wait.id,
-          what: "continuation_dispatched" as const,
-          detail: { queue: name, jobId: wait.id },
-          once: true,
-        })),
-      ),
+    const annotations = [...byQueue].flatMap(([name, list]) =>
+      list.map((wait) => ({
+        waitId: wait.id,
+        what: "continuation_dispatched" as const,
+        detail: { queue: name, jobId: wait.id },
+        once: true,
+      })),
     );
-    failpoint("dispatcher.after-annotate");
-    this.#res.metrics.continuationsDispatched.inc({ channel: "queue" }, waits.filter(Boolean).length);
-    await this.loop.ack(
-      partition,
-      entries.map((e) => e.id),
-    );
+    const ids = entries.map((e) => e.id);
+    if (AFTER_ANNOTATE_ARMED) {
+      // the failpoint's point exists only between the two: record, (crash,) then ack
+      await this.#store.annotateMany(annotations);
+      failpoint("dispatcher.after-annotate");
+      await this.loop.ack(partition, ids);
+    } else {
+      await this.#store.annotateMany(annotations, [this.loop.ackCommand(partition, ids)]);
+    }
+    this.#res.metrics.continuationsDispatched.inc({ channel: "queue" }, waits.length);
+  }
+
+  /** The settled waits of the entries: carried by the entries, else read (entries of before; gone once expired). */
+  async #waitsOf(entries: ResolutionEntry[]): Promise<Wait[]> {
+    const missing = entries.flatMap((e) => (e.wait === null && e.waitId ? [e.waitId] : []));
+    const read = missing.length > 0 ? await this.#store.getWaits(missing) : [];
+    let r = 0;
+    const waits: Wait[] = [];
+    for (const e of entries) {
+      const wait = e.wait ?? (e.waitId ? read[r++] : null);
+      if (wait) waits.push(wait);
+    }
+    return waits;
   }
 
   async #sendWebhook(job: Job<WebhookJob>): Promise<void> {

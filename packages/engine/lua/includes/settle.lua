@@ -2,7 +2,8 @@
   The one way a waiting wait reaches a terminal state: it leaves the waiting and
   deadline indexes, enters the done index (so later events of its match key are
   recorded as late), is scheduled for removal after retention, and its resolution goes
-  on the outbox (entry w = waitId, k = resolution kind).
+  on the outbox (entry w = waitId, k = resolution kind, r = the wait record as stored:
+  what the dispatcher hands out, read from no other place).
 ]]
 --@include "clock"
 --@include "wait-record"
@@ -24,6 +25,6 @@ local function settleWait(keys, waitId, wait, state, resolution, historyEntry, n
     redis.call("ZREM", keys.deadlines, waitId)
   end
   scheduleExpiry(keys.expiry, intText(now + retentionMs), "w", waitId)
-  redis.call("XADD", keys.outbox, "*", "w", waitId, "k", resolution["k"])
+  redis.call("XADD", keys.outbox, "*", "w", waitId, "k", resolution["k"], "r", record)
   return record
 end

@@ -3,9 +3,14 @@
  * - the event stream: `ks`, the encoded event keys one ingest call appended to the
  *   partition, concatenated (appendEvents), or a single event key in `k` (an entry
  *   form still read: stored data keeps it);
- * - the outbox: `w`, the resolved wait's id, and `k`, the resolution's kind.
+ * - the outbox: `w`, the resolved wait's id, `k`, the resolution's kind, and `r`, the
+ *   wait record as the settling script saved it (what the dispatcher hands out, read
+ *   without a second look at the wait); entries written before `r` existed hold `w`
+ *   and `k` only.
  */
+import type { Wait } from "@rendezvous/protocol";
 import { splitEncodings } from "../encoding.js";
+import { waitOf } from "./wait-record.js";
 
 /** A stream entry as XREADGROUP / XAUTOCLAIM return it. */
 export interface StreamEntry {
@@ -30,6 +35,8 @@ export interface EventEntry {
 export interface ResolutionEntry {
   id: string;
   waitId: string | null;
+  /** the wait as settled (the API view of `r`); null for an entry without it: read the wait */
+  wait: Wait | null;
 }
 
 /** The entries of an XREADGROUP / XAUTOCLAIM reply for one stream. */
@@ -54,7 +61,9 @@ export function eventsOfEntry(entry: StreamEntry): EventEntry {
   return { id: entry.id, events: [] };
 }
 
-/** The wait an outbox entry names. */
+/** The wait an outbox entry names, and the settled wait when the entry carries it. */
 export function resolutionOfEntry(entry: StreamEntry): ResolutionEntry {
-  return { id: entry.id, waitId: entry.fields?.w ? entry.fields.w : null };
+  const waitId = entry.fields?.w ? entry.fields.w : null;
+  const record = entry.fields?.r;
+  return { id: entry.id, waitId, wait: waitId !== null && record ? waitOf(waitId, record) : null };
 }

@@ -12,7 +12,7 @@
  */
 import { hostname } from "node:os";
 import type { ChainableCommander } from "ioredis";
-import { execBatch } from "../batch.js";
+import { type BatchCommand, execBatch } from "../batch.js";
 import { findGroup } from "../formats/consumer-groups.js";
 import {
   type EventEntry,
@@ -227,9 +227,24 @@ export class ConsumerLoop<E extends { id: string }> {
 
   /** Acknowledges processed entries of one partition's stream. */
   async ack(partition: number, ids: string[]): Promise<void> {
+    const key = this.#streamOf(partition);
+    if (ids.length > 0) await this.#o.redis.xack(key, this.#o.group, ...ids);
+  }
+
+  /**
+   * The acknowledgement of processed entries of one partition's stream as a command of a
+   * batch (execBatch, EngineContext.runAll): it goes in the pipeline of the partition's
+   * slot, behind the scripts of that partition it follows.
+   */
+  ackCommand(partition: number, ids: string[]): BatchCommand {
+    const key = this.#streamOf(partition);
+    return { key, add: (p) => (ids.length > 0 ? p.xack(key, this.#o.group, ...ids) : p.echo("")) };
+  }
+
+  #streamOf(partition: number): string {
     const key = this.#byPartition.get(partition);
     if (key === undefined) throw new Error(`${this.#o.name}: partition ${partition} is not served`);
-    if (ids.length > 0) await this.#o.redis.xack(key, this.#o.group, ...ids);
+    return key;
   }
 
   /** Claims entries idle longer than claimIdleMs (a dead consumer's) and processes them. */

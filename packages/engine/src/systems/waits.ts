@@ -4,6 +4,7 @@
  */
 
 import { type HistoryWhat, RendezvousError, type Wait, type WaitSpec } from "@rendezvous/protocol";
+import type { BatchCommand } from "../batch.js";
 import { canonicalJson, digest, encodeParts } from "../encoding.js";
 import type { EngineContext } from "../engine-context.js";
 import { tagPartition, waitIdPrefix } from "../formats/index-members.js";
@@ -195,7 +196,10 @@ export class WaitsSystem {
     return annotateWaitResult(waitId, reply);
   }
 
-  /** Appends timeline entries to several waits (any tenant; internal) in one round trip. */
+  /**
+   * Appends timeline entries to several waits (any tenant; internal) in one round trip,
+   * with `after` in the same pipeline (the dispatcher's XACK of the same partition).
+   */
   async annotateMany(
     entries: Array<{
       waitId: string;
@@ -204,6 +208,7 @@ export class WaitsSystem {
       /** skip when the timeline already has this entry (same kind and detail) */
       once?: boolean;
     }>,
+    after: BatchCommand[] = [],
   ): Promise<void> {
     const { keys } = this.ctx;
     const now = this.ctx.now();
@@ -222,6 +227,7 @@ export class WaitsSystem {
           }),
         ];
       }),
+      after,
     );
   }
 
