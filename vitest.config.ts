@@ -24,6 +24,7 @@ const ON_CLUSTER = [
   "packages/engine/test/inspect.test.ts",
   "packages/engine/test/redis-url.test.ts",
   "packages/workers/test/roles.test.ts",
+  "packages/workers/test/dispatch.test.ts",
   "packages/workers/test/scheduler.test.ts",
   "packages/server/test/crash.test.ts",
   "packages/server/test/e2e-api.test.ts",
