@@ -9,7 +9,7 @@
  * Secrets are compared in constant time (`timingSafeEqual` over equal-length
  * digests); the index is built once from the config.
  */
-import { createHash, createHmac, timingSafeEqual } from "node:crypto";
+import { createHmac, hash, timingSafeEqual } from "node:crypto";
 import type { Config, ProducerConfig } from "@rendezvous/engine";
 import { RendezvousError, typeMatcher } from "@rendezvous/protocol";
 
@@ -46,7 +46,8 @@ export interface CredentialIndex {
 /** Headers as node and fastify give them. */
 export type RequestHeaders = Record<string, string | string[] | undefined>;
 
-const sha256 = (value: string | Buffer): Buffer => createHash("sha256").update(value).digest();
+/** One-shot digest: no Hash object (a stream) per request. */
+const sha256 = (value: string | Buffer): Buffer => hash("sha256", value, "buffer");
 /** Compared against when the caller named no known producer, so the work is the same. */
 const DUMMY_DIGEST = sha256("rendezvous: no such credential");
 
