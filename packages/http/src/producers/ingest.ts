@@ -53,8 +53,8 @@ interface Lane {
 
 export class ProducerIngest {
   readonly #d: ProducerIngestDeps;
-  /** one lane per tenant/producer that sent single events */
-  readonly #lanes = new Map<string, Lane>();
+  /** one lane per producer that sent single events (identities are made once per producer) */
+  readonly #lanes = new Map<ProducerIdentity, Lane>();
   /** lanes whose gathered sends go to the Store at the next flush */
   readonly #ready = new Set<Lane>();
   #flushing = false;
@@ -86,11 +86,10 @@ export class ProducerIngest {
   }
 
   #lane(producer: ProducerIdentity): Lane {
-    const key = `${producer.tenant}/${producer.producer}`;
-    let lane = this.#lanes.get(key);
+    let lane = this.#lanes.get(producer);
     if (!lane) {
       lane = { producer, slots: [], waiters: [], inFlight: 0, timer: null };
-      this.#lanes.set(key, lane);
+      this.#lanes.set(producer, lane);
     }
     return lane;
   }
