@@ -23,6 +23,7 @@ import { DEFAULT_HTTP_LIMITS, type HttpLimits, limitOptions } from "./limits.js"
 import { openapiOptions, recordRoutes } from "./openapi.js";
 import { opsRoutes } from "./ops.js";
 import { ingestRoutes } from "./producers/routes.js";
+import { lazyChildLogger } from "./request-logger.js";
 import { clientAborted } from "./unread-body.js";
 
 /** The API's version in the OpenAPI document. */
@@ -75,14 +76,15 @@ function drain(app: FastifyInstance): void {
   app.addHook("preClose", async () => {
     closing = true;
   });
-  app.addHook("onRequest", async (_request, reply) => {
-    if (!closing) return;
+  // callback hooks, not async ones: they run on every request, and a promise each would cost
+  app.addHook("onRequest", (_request, reply, done) => {
+    if (!closing) return done();
     const err = new RendezvousError("unavailable", "shutting down");
-    return reply.code(err.statusCode).header("retry-after", "1").send(err.toJSON());
+    void reply.code(err.statusCode).header("retry-after", "1").send(err.toJSON());
   });
-  app.addHook("onSend", async (_request, reply, payload) => {
+  app.addHook("onSend", (_request, reply, payload, done) => {
     if (closing) void reply.header("connection", "close");
-    return payload;
+    done(null, payload);
   });
 }
 
@@ -92,6 +94,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
+    // a request's child logger is made when the request logs (most never do)
+    childLoggerFactory: lazyChildLogger,
     bodyLimit: HOST_BODY_LIMIT,
     // a bad URL (undecodable, over-long segment) in the API error shape
     frameworkErrors,
@@ -147,9 +151,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await app.register(async (api) => {
       // Without a Redis connection a command would wait in the offline queue (until the
       // command timeout): answer `503 unavailable` (`redis_down`) at once, nothing sent.
-      api.addHook("onRequest", async (_request, reply) => {
-        if (res.redis.status === "ready") return;
-        return sendApiError(reply, redisUnavailable("redis_down"));
+      api.addHook("onRequest", (_request, reply, done) => {
+        if (res.redis.status === "ready") return done();
+        void sendApiError(reply, redisUnavailable("redis_down"));
       });
       await api.register(ingestRoutes, {
         store: res.store,

@@ -9,7 +9,7 @@
  * Secrets are compared in constant time (`timingSafeEqual` over equal-length
  * digests); the index is built once from the config.
  */
-import { createHash, createHmac, timingSafeEqual } from "node:crypto";
+import { createHmac, hash, timingSafeEqual } from "node:crypto";
 import type { Config, ProducerConfig } from "@rendezvous/engine";
 import { RendezvousError, typeMatcher } from "@rendezvous/protocol";
 
@@ -46,7 +46,8 @@ export interface CredentialIndex {
 /** Headers as node and fastify give them. */
 export type RequestHeaders = Record<string, string | string[] | undefined>;
 
-const sha256 = (value: string | Buffer): Buffer => createHash("sha256").update(value).digest();
+/** One-shot digest: no Hash object (a stream) per request. */
+const sha256 = (value: string | Buffer): Buffer => hash("sha256", value, "buffer");
 /** Compared against when the caller named no known producer, so the work is the same. */
 const DUMMY_DIGEST = sha256("rendezvous: no such credential");
 
@@ -186,6 +187,44 @@ export function authenticateProducerHeaders(
   }
   if (!ok || !entry) throw unauthorized();
   return { identity: entry.identity, signature: parsed ? { parsed, secrets: entry.secrets } : null };
+}
+
+/**
+ * Producer header checks that remember, per connection, the last bearer credential that
+ * verified (no signature): the next request of that connection with the same
+ * `Rendezvous-Producer` and `Authorization` headers is that producer again without a
+ * digest. The header is compared with the remembered one in constant time (over equal
+ * lengths), so a connection shared by several clients (a proxy's) learns nothing of
+ * another's key but whether its header is as long. A signed request is always checked
+ * in full (its time and HMAC are its own).
+ */
+export class ConnectionCredentials {
+  readonly #verified = new WeakMap<object, { claimed: string; authorization: Buffer; checked: ProducerHeaders }>();
+
+  constructor(private readonly index: CredentialIndex) {}
+
+  /**
+   * {@link authenticateProducerHeaders} for a request on `connection` (its socket).
+   * @throws RendezvousError `unauthorized`, alike for every failure
+   */
+  producerHeaders(connection: object, headers: RequestHeaders, nowMs: number): ProducerHeaders {
+    const claimed = single(headers["rendezvous-producer"]);
+    const authorization = single(headers.authorization);
+    const bearerOnly =
+      headers["rendezvous-signature"] === undefined && claimed !== undefined && authorization !== undefined;
+    if (bearerOnly) {
+      const last = this.#verified.get(connection);
+      if (last && last.claimed === claimed) {
+        const presented = Buffer.from(authorization);
+        if (presented.length === last.authorization.length && timingSafeEqual(presented, last.authorization)) {
+          return last.checked;
+        }
+      }
+    }
+    const checked = authenticateProducerHeaders(this.index, headers, nowMs);
+    if (bearerOnly) this.#verified.set(connection, { claimed, authorization: Buffer.from(authorization), checked });
+    return checked;
+  }
 }
 
 /**

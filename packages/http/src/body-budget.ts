@@ -10,6 +10,7 @@
  * body is counted as its bytes arrive. What a request holds is given back when its
  * response closes: answered, refused, or the client gone.
  */
+import type { Socket } from "node:net";
 import { Transform, type TransformCallback } from "node:stream";
 import { RendezvousError } from "@rendezvous/protocol";
 import type { FastifyInstance, FastifyRequest } from "fastify";
@@ -87,6 +88,21 @@ export function clientKey(address: string | undefined): string {
   }
 }
 
+const keyOfSocket = new WeakMap<Socket, string>();
+
+/**
+ * {@link clientKey} of a socket's remote address, worked out once per connection: every
+ * request of a kept-alive connection asks for it.
+ */
+export function socketClientKey(socket: Socket): string {
+  let key = keyOfSocket.get(socket);
+  if (key === undefined) {
+    key = clientKey(socket.remoteAddress);
+    keyOfSocket.set(socket, key);
+  }
+  return key;
+}
+
 function overBudget(): RendezvousError {
   return new RendezvousError("unavailable", "too many request bodies in flight; retry later", {
     reason: "body_budget",
@@ -156,20 +172,21 @@ function bodyLength(request: FastifyRequest): number | "chunked" | null {
  * (credentials are checked in `onRequest`; this runs in `preParsing`, after them).
  */
 export function limitBodies(app: FastifyInstance, budget: BodyBudget): void {
-  app.addHook("preParsing", async (request, reply, payload) => {
+  // a callback hook, not an async one: it runs on every request with a body
+  app.addHook("preParsing", (request, reply, payload, done) => {
     const length = bodyLength(request);
-    if (length === null || reply.raw.destroyed) return payload;
-    const hold = new Hold(budget, clientKey(request.socket.remoteAddress));
+    if (length === null || reply.raw.destroyed) return done(null, payload);
+    const hold = new Hold(budget, socketClientKey(request.socket));
     reply.raw.once("close", hold.release);
     const bound = request.routeOptions.bodyLimit ?? Number.POSITIVE_INFINITY;
     if (length !== "chunked") {
-      if (length > bound) return payload; // answered 413 before it is read
-      if (!hold.take(length)) throw overBudget();
-      return payload;
+      // over the bound: answered 413 before it is read
+      if (length <= bound && !hold.take(length)) return done(overBudget());
+      return done(null, payload);
     }
     const counted = new CountedBody(hold, bound);
     payload.on("error", (err) => counted.destroy(err));
     counted.on("error", () => payload.unpipe(counted));
-    return payload.pipe(counted);
+    done(null, payload.pipe(counted));
   });
 }

@@ -24,7 +24,7 @@ import type { Server } from "node:http";
 import type { Socket } from "node:net";
 import type { Logger } from "@rendezvous/engine";
 import { Counter, Gauge, type Registry } from "prom-client";
-import { clientKey } from "./body-budget.js";
+import { socketClientKey } from "./body-budget.js";
 
 export interface ConnectionLimits {
   /** most open connections of the server */
@@ -139,7 +139,7 @@ export function guardConnections(
   }
 
   server.on("connection", (socket: Socket) => {
-    const address = clientKey(socket.remoteAddress);
+    const address = socketClientKey(socket);
     const fromAddress = perAddress.get(address) ?? 0;
     if (fromAddress >= limits.maxConnectionsPerAddress) {
       count("per_address_limit");

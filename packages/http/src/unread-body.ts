@@ -38,12 +38,13 @@ function lingerAfterAnswer(request: FastifyRequest, reply: FastifyReply): void {
 
 /** Closes the connection after any answer sent before the request's body arrived whole. */
 export function closeUnreadBodies(app: FastifyInstance): void {
-  app.addHook("onSend", async (request, reply, payload) => {
+  // a callback hook, not an async one: it runs on every answer
+  app.addHook("onSend", (request, reply, payload, done) => {
     // light-my-request's requests (inject) have no `complete`: they are always whole
     if (request.raw.complete === false && reply.statusCode !== 413) {
       void reply.header("connection", "close");
       lingerAfterAnswer(request, reply);
     }
-    return payload;
+    done(null, payload);
   });
 }

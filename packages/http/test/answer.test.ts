@@ -2,7 +2,7 @@ import type { IngestResult } from "@rendezvous/engine";
 import { RendezvousError } from "@rendezvous/protocol";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { batchResult, encodeBatchAnswer } from "../src/producers/answer.js";
+import { batchResult, encodeBatchAnswer, encodeSingleAnswer } from "../src/producers/answer.js";
 import { makeApp } from "./helpers.js";
 
 /** What the batch route answered before it had its own encoder. */
@@ -75,5 +75,44 @@ describe("encodeBatchAnswer", () => {
       },
     }));
     expect(encodeBatchAnswer(big).equals(reference(big))).toBe(true);
+  });
+});
+
+describe("encodeSingleAnswer", () => {
+  const reference = (o: Exclude<IngestResult, { status: "rejected" }>) =>
+    JSON.stringify({ status: o.status, event: o.event });
+
+  it("writes the same text as JSON.stringify({status, event}) for the outcomes the Store makes and any record (generated)", async () => {
+    const h = await makeApp();
+    const sent = [
+      { id: `s-ü"\\🙂`, type: "job.done", correlationId: "c\u2028", payload: { n: 1 } },
+      { id: "s-2", type: "job.done", correlationId: "c", occurredAt: "2026-11-30T08:00:00.000Z" },
+    ];
+    const outcomes = [
+      ...(await h.store.ingest("acme", "billing", sent)),
+      ...(await h.store.ingest("acme", "billing", sent)),
+    ];
+    expect(outcomes.map((o) => o.status)).toEqual(["accepted", "accepted", "duplicate", "duplicate"]);
+    for (const o of outcomes) if (o.status !== "rejected") expect(encodeSingleAnswer(o)).toBe(reference(o));
+    const text = fc.string({ unit: "grapheme", maxLength: 12 });
+    const record = fc.record({
+      id: text,
+      tenant: text,
+      producer: text,
+      type: text,
+      correlationId: text,
+      occurredAt: fc.option(fc.constant("2026-11-30T08:00:00.000Z"), { nil: null }),
+      acceptedAt: fc.constant("2026-11-30T08:00:00.001Z"),
+      streamId: fc.constant("1796027519269-0"),
+      status: fc.constantFrom("pending" as const, "matched" as const),
+      matchedWaits: fc.array(fc.constant("w1.abc"), { maxLength: 1 }),
+      lateFor: fc.array(fc.constant("w2.def"), { maxLength: 1 }),
+    });
+    fc.assert(
+      fc.property(record, fc.constantFrom("accepted" as const, "duplicate" as const), (event, status) => {
+        expect(encodeSingleAnswer({ status, event })).toBe(reference({ status, event }));
+      }),
+      { numRuns: 500, seed: 12 },
+    );
   });
 });

@@ -1,8 +1,18 @@
-import { canonicalJson, type Store } from "@rendezvous/engine";
+import {
+  canonicalJson,
+  createLogger,
+  createMetrics,
+  type IngestInput,
+  type IngestResult,
+  parseConfig,
+  type Store,
+} from "@rendezvous/engine";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { serializedBytes } from "../src/producers/ingest.js";
-import { ev, makeApp, publish, publishBatch, send, snapshot, streamLength } from "./helpers.js";
+import { indexCredentials, type ProducerIdentity } from "../src/auth.js";
+import { ProducerIngest, serializedBytes } from "../src/producers/ingest.js";
+import { EventValidator } from "../src/producers/validation.js";
+import { CONFIG, ev, MAX_BYTES, makeApp, publish, publishBatch, send, snapshot, streamLength } from "./helpers.js";
 
 /** Counts the Store's ingest calls (the real Store runs underneath). */
 function countIngestCalls(store: Store): { calls: number[] } {
@@ -162,6 +172,66 @@ describe("single sends that arrive together", () => {
     expect(await streamLength(h)).toBeGreaterThanOrEqual(1);
     const stored = await h.store.ingest("acme", "billing", [ev("together-3") as never]);
     expect(stored[0]?.status).toBe("duplicate");
+  });
+});
+
+describe("single sends behind a call in flight", () => {
+  const producer = indexCredentials(parseConfig(CONFIG)).producers.get("acme/billing")?.identity as ProducerIdentity;
+
+  /** A ProducerIngest over a store whose first call answers only when released. */
+  function gated(maxGatherMs: number) {
+    const calls: string[][] = [];
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const store = {
+      ingest: async (_tenant: string, _producer: string, events: IngestInput[]) => {
+        calls.push(events.map((e) => e.id));
+        if (calls.length === 1) await gate;
+        return events.map((e) => ({ status: "accepted", event: { id: e.id } }));
+      },
+    } as unknown as Store;
+    const ingest = new ProducerIngest({
+      store,
+      validator: new EventValidator(parseConfig(CONFIG)),
+      metrics: createMetrics(),
+      logger: createLogger({ level: "silent" }),
+      maxPayloadBytes: MAX_BYTES,
+      maxGatherMs,
+    });
+    return { calls, release, ingest };
+  }
+  const turn = () => new Promise((r) => setImmediate(r));
+
+  it("gather until it answers and go in one call, each with its own answer", async () => {
+    const { calls, release, ingest } = gated(60_000);
+    const first = ingest.single(producer, ev("ahead"));
+    await turn();
+    const behind: Array<Promise<IngestResult>> = [];
+    for (let i = 0; i < 10; i++) {
+      behind.push(ingest.single(producer, ev(`behind-${i}`)));
+      await turn(); // each in a turn of its own
+    }
+    expect(calls).toEqual([["ahead"]]);
+    release();
+    expect((await first).status).toBe("accepted");
+    const answers = await Promise.all(behind);
+    answers.forEach((r, i) => {
+      expect(r.status === "accepted" && r.event.id).toBe(`behind-${i}`);
+    });
+    expect(calls.map((c) => c.length)).toEqual([1, 10]);
+  });
+
+  it("go on their own after maxGatherMs when the call in flight does not answer", async () => {
+    const { calls, release, ingest } = gated(5);
+    const first = ingest.single(producer, ev("stuck"));
+    await turn();
+    const behind = await ingest.single(producer, ev("not-stuck"));
+    expect(behind.status).toBe("accepted");
+    expect(calls).toEqual([["stuck"], ["not-stuck"]]);
+    release();
+    expect((await first).status).toBe("accepted");
   });
 });
 

@@ -28,73 +28,120 @@ export interface ProducerIngestDeps {
   logger: Logger;
   /** largest serialized event of a batch, in bytes */
   maxPayloadBytes: number;
+  /** @defaultValue MAX_GATHER_MS */
+  maxGatherMs?: number;
 }
 
 type Slot = { kind: "valid"; event: IngestInput } | ({ kind: "refused" } & Refused);
 
-/** Single sends of one producer waiting for the next flush. */
-interface Gathered {
+/**
+ * Most milliseconds single sends wait for their producer's Store call in flight before
+ * they go in a call of their own (a slow or frozen Redis then delays none by more).
+ */
+export const MAX_GATHER_MS = 2;
+
+/** One producer's single sends: those gathered for its next Store call, and its calls in flight. */
+interface Lane {
   producer: ProducerIdentity;
   slots: Slot[];
   waiters: Array<{ resolve: (o: IngestResult) => void; reject: (e: unknown) => void }>;
+  /** Store calls of single sends in flight */
+  inFlight: number;
+  /** the MAX_GATHER_MS timer of sends gathered behind a call in flight */
+  timer: NodeJS.Timeout | null;
 }
 
 export class ProducerIngest {
   readonly #d: ProducerIngestDeps;
-  /** single sends gathered since the last flush, by tenant/producer */
-  readonly #gathered = new Map<string, Gathered>();
+  /** one lane per producer that sent single events (identities are made once per producer) */
+  readonly #lanes = new Map<ProducerIdentity, Lane>();
+  /** lanes whose gathered sends go to the Store at the next flush */
+  readonly #ready = new Set<Lane>();
   #flushing = false;
+  readonly #flush = (): void => this.#flushReady();
 
   constructor(deps: ProducerIngestDeps) {
     this.#d = deps;
   }
 
   /**
-   * Validates, dedups and appends one event. Single sends that arrive together (the
-   * same turn of the event loop: many producers' connections read at once) go to the
-   * Store together, one call per producer, as a batch would: two pipelined round trips
-   * for all of them instead of two each. Each request still gets its own answer; two
-   * sends of one event id among them are ordered as in a batch (the first is accepted,
-   * the second a duplicate or a conflict).
+   * Validates, dedups and appends one event. Single sends go to the Store together,
+   * one call per producer, as a batch would: two pipelined round trips for all of them
+   * instead of two each. They are gathered over one turn of the event loop (many
+   * producers' connections read at once) when the producer has no call in flight, else
+   * until that call answers (at most MAX_GATHER_MS): under load the calls grow with the
+   * load instead of their number. Each request still gets its own answer; two sends of
+   * one event id among them are ordered as in a batch (the first is accepted, the
+   * second a duplicate or a conflict).
    */
-  async single(producer: ProducerIdentity, raw: unknown): Promise<IngestResult> {
+  single(producer: ProducerIdentity, raw: unknown): Promise<IngestResult> {
     const slot = this.#check(producer, raw);
     return new Promise<IngestResult>((resolve, reject) => {
-      const key = `${producer.tenant}/${producer.producer}`;
-      let g = this.#gathered.get(key);
-      if (!g) {
-        g = { producer, slots: [], waiters: [] };
-        this.#gathered.set(key, g);
-      }
-      g.slots.push(slot);
-      g.waiters.push({ resolve, reject });
-      if (!this.#flushing) {
-        this.#flushing = true;
-        // after this turn's I/O callbacks: every request read in it has been gathered
-        setImmediate(() => this.#flush());
-      }
+      const lane = this.#lane(producer);
+      lane.slots.push(slot);
+      lane.waiters.push({ resolve, reject });
+      if (lane.inFlight === 0) this.#schedule(lane);
+      else lane.timer ??= setTimeout(this.#timedOut, this.#d.maxGatherMs ?? MAX_GATHER_MS, lane);
     });
   }
 
-  #flush(): void {
-    this.#flushing = false;
-    const groups = [...this.#gathered.values()];
-    this.#gathered.clear();
-    for (const g of groups) {
-      for (let i = 0; i < g.slots.length; i += MAX_BATCH) {
-        const waiters = g.waiters.slice(i, i + MAX_BATCH);
-        this.run(g.producer, g.slots.slice(i, i + MAX_BATCH)).then(
-          (outcomes) => {
-            waiters.forEach((w, j) => {
-              w.resolve(outcomes[j] as IngestResult);
-            });
-          },
-          (err: unknown) => {
-            for (const w of waiters) w.reject(err);
-          },
-        );
-      }
+  #lane(producer: ProducerIdentity): Lane {
+    let lane = this.#lanes.get(producer);
+    if (!lane) {
+      lane = { producer, slots: [], waiters: [], inFlight: 0, timer: null };
+      this.#lanes.set(producer, lane);
     }
+    return lane;
+  }
+
+  readonly #timedOut = (lane: Lane): void => {
+    lane.timer = null;
+    this.#schedule(lane);
+  };
+
+  /** Flushes `lane` after this turn's I/O callbacks: every request read in it has been gathered. */
+  #schedule(lane: Lane): void {
+    this.#ready.add(lane);
+    if (this.#flushing) return;
+    this.#flushing = true;
+    setImmediate(this.#flush);
+  }
+
+  #flushReady(): void {
+    this.#flushing = false;
+    for (const lane of this.#ready) this.#send(lane);
+    this.#ready.clear();
+  }
+
+  #send(lane: Lane): void {
+    if (lane.timer) {
+      clearTimeout(lane.timer);
+      lane.timer = null;
+    }
+    const { slots, waiters } = lane;
+    if (slots.length === 0) return;
+    lane.slots = [];
+    lane.waiters = [];
+    for (let i = 0; i < slots.length; i += MAX_BATCH) {
+      const part = waiters.length <= MAX_BATCH ? waiters : waiters.slice(i, i + MAX_BATCH);
+      lane.inFlight++;
+      this.run(lane.producer, slots.length <= MAX_BATCH ? slots : slots.slice(i, i + MAX_BATCH)).then(
+        (outcomes) => {
+          this.#answered(lane);
+          for (let j = 0; j < part.length; j++) part[j]?.resolve(outcomes[j] as IngestResult);
+        },
+        (err: unknown) => {
+          this.#answered(lane);
+          for (const w of part) w.reject(err);
+        },
+      );
+    }
+  }
+
+  /** A call of `lane` answered: what gathered behind it goes next. */
+  #answered(lane: Lane): void {
+    lane.inFlight--;
+    if (lane.slots.length > 0) this.#schedule(lane);
   }
 
   /**

@@ -18,7 +18,7 @@ import { Name, RendezvousError } from "@rendezvous/protocol";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import {
   authenticateHost,
-  authenticateProducerHeaders,
+  ConnectionCredentials,
   type CredentialIndex,
   indexCredentials,
   type ProducerHeaders,
@@ -30,7 +30,7 @@ import { type BodyBudget, limitBodies } from "../body-budget.js";
 import { lingerAfterTooLarge, sendApiError, toApiError } from "../http-errors.js";
 import { RateLimiter } from "../rate-limit.js";
 import { clientAborted, closeUnreadBodies } from "../unread-body.js";
-import { encodeBatchAnswer } from "./answer.js";
+import { encodeBatchAnswer, encodeSingleAnswer } from "./answer.js";
 import { MAX_BATCH, ProducerIngest } from "./ingest.js";
 import { DOCUMENTED_ONLY, getEventSchema, publishEventSchema, publishEventsSchema } from "./route-docs.js";
 import { EventValidator, invalidEvent, MAX_JSON_DEPTH, parseJsonBody, poisonedPath, scanEvent } from "./validation.js";
@@ -86,7 +86,10 @@ function refuseBadEnvelope(body: unknown): void {
 /** `{"status", "event"}` for one outcome, or the error it is. */
 function single(reply: FastifyReply, outcome: IngestResult) {
   if (outcome.status === "rejected") throw outcome.error;
-  return reply.code(outcome.status === "accepted" ? 202 : 200).send({ status: outcome.status, event: outcome.event });
+  return reply
+    .code(outcome.status === "accepted" ? 202 : 200)
+    .type("application/json; charset=utf-8")
+    .send(encodeSingleAnswer(outcome));
 }
 
 /** The producer routes. Register with `app.register(ingestRoutes, { store, config })`. */
@@ -96,6 +99,7 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
   const metrics = opts.metrics ?? createMetrics();
   const logger = (opts.logger ?? createLogger()).child({ system: "ingest" });
   const credentials: CredentialIndex = indexCredentials(config);
+  const connections = new ConnectionCredentials(credentials);
   const validator = new EventValidator(config);
   const limiter = new RateLimiter(now);
   const ingest = new ProducerIngest({ store, validator, metrics, logger, maxPayloadBytes: config.maxPayloadBytes });
@@ -108,19 +112,20 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
   // (fastify reads it after `onRequest`): a caller that names no producer of ours is
   // refused at no cost.
   app.decorateRequest("producerHeaders", null);
-  app.addHook("onRequest", async (request, reply) => {
-    if (request.method !== "POST") return;
+  app.addHook("onRequest", (request, reply, done) => {
+    if (request.method !== "POST") return done();
     const declared = Number(request.headers["content-length"]);
     if (declared > (request.routeOptions.bodyLimit ?? Number.POSITIVE_INFINITY)) {
       // as fastify's own 413: closed after the answer, unless `lingerAfterTooLarge` keeps it
       void reply.header("connection", "close");
       throw new RendezvousError("payload_too_large");
     }
-    (request as unknown as { producerHeaders: ProducerHeaders }).producerHeaders = authenticateProducerHeaders(
-      credentials,
+    (request as unknown as { producerHeaders: ProducerHeaders }).producerHeaders = connections.producerHeaders(
+      request.raw.socket,
       request.headers,
       now(),
     );
+    done(); // a throw above is fastify's to answer (a callback hook: no promise per request)
   });
   if (!opts.appClosesUnreadBodies) closeUnreadBodies(app);
   if (opts.bodyBudget) limitBodies(app, opts.bodyBudget);
