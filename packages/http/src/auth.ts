@@ -190,44 +190,6 @@ export function authenticateProducerHeaders(
 }
 
 /**
- * Producer header checks that remember, per connection, the last bearer credential that
- * verified (no signature): the next request of that connection with the same
- * `Rendezvous-Producer` and `Authorization` headers is that producer again without a
- * digest. The header is compared with the remembered one in constant time (over equal
- * lengths), so a connection shared by several clients (a proxy's) learns nothing of
- * another's key but whether its header is as long. A signed request is always checked
- * in full (its time and HMAC are its own).
- */
-export class ConnectionCredentials {
-  readonly #verified = new WeakMap<object, { claimed: string; authorization: Buffer; checked: ProducerHeaders }>();
-
-  constructor(private readonly index: CredentialIndex) {}
-
-  /**
-   * {@link authenticateProducerHeaders} for a request on `connection` (its socket).
-   * @throws RendezvousError `unauthorized`, alike for every failure
-   */
-  producerHeaders(connection: object, headers: RequestHeaders, nowMs: number): ProducerHeaders {
-    const claimed = single(headers["rendezvous-producer"]);
-    const authorization = single(headers.authorization);
-    const bearerOnly =
-      headers["rendezvous-signature"] === undefined && claimed !== undefined && authorization !== undefined;
-    if (bearerOnly) {
-      const last = this.#verified.get(connection);
-      if (last && last.claimed === claimed) {
-        const presented = Buffer.from(authorization);
-        if (presented.length === last.authorization.length && timingSafeEqual(presented, last.authorization)) {
-          return last.checked;
-        }
-      }
-    }
-    const checked = authenticateProducerHeaders(this.index, headers, nowMs);
-    if (bearerOnly) this.#verified.set(connection, { claimed, authorization: Buffer.from(authorization), checked });
-    return checked;
-  }
-}
-
-/**
  * The producer of a request whose headers verified, once its body does: the
  * signature (if any) must be an HMAC of these exact bytes.
  * @throws RendezvousError `unauthorized`

@@ -1,9 +1,7 @@
 import { createHmac } from "node:crypto";
-import { parseConfig } from "@rendezvous/engine";
 import { describe, expect, it } from "vitest";
-import { ConnectionCredentials, indexCredentials } from "../src/auth.js";
 import { computeSignature, parseSignatureHeader } from "../src/index.js";
-import { CONFIG, ev, makeApp, nowSec, publish, signature, snapshot, streamLength } from "./helpers.js";
+import { ev, makeApp, nowSec, publish, signature, snapshot, streamLength } from "./helpers.js";
 
 const UNAUTHORIZED = { error: { code: "unauthorized", message: "unauthorized" } };
 
@@ -165,38 +163,5 @@ describe("producer authentication", () => {
     for (const bad of ["", "t=1", `v1=${hex}`, `t=x,v1=${hex}`, `t=1,t=2,v1=${hex}`, `t=-1,v1=${hex}`, "t=1,v1=zz"]) {
       expect(parseSignatureHeader(bad), bad).toBeNull();
     }
-  });
-});
-
-describe("credentials remembered per connection", () => {
-  const credentials = () => new ConnectionCredentials(indexCredentials(parseConfig(CONFIG)));
-  const bearer = (producer: string, key: string) => ({
-    "rendezvous-producer": producer,
-    authorization: `Bearer ${key}`,
-  });
-  const refused = (f: () => unknown) => expect(f).toThrow(expect.objectContaining({ code: "unauthorized" }));
-
-  it("the same headers on the same connection are the same producer; any other header, producer, connection or a signature is checked in full", () => {
-    const c = credentials();
-    const conn = {};
-    const first = c.producerHeaders(conn, bearer("acme/billing", "pk_billing"), Date.now());
-    expect(first.identity).toMatchObject({ tenant: "acme", producer: "billing" });
-    expect(c.producerHeaders(conn, bearer("acme/billing", "pk_billing"), Date.now())).toBe(first);
-    // a wrong key of the same length, a shorter one, another producer's key: refused on that connection too
-    refused(() => c.producerHeaders(conn, bearer("acme/billing", "pk_billinx"), Date.now()));
-    refused(() => c.producerHeaders(conn, bearer("acme/billing", "pk_bill"), Date.now()));
-    refused(() => c.producerHeaders(conn, bearer("acme/ship", "pk_billing"), Date.now()));
-    expect(c.producerHeaders(conn, bearer("acme/ship", "pk_ship"), Date.now()).identity.producer).toBe("ship");
-    refused(() => c.producerHeaders(conn, bearer("acme/billing", "pk_ship"), Date.now()));
-    // a stale signature next to the remembered key is checked (and refused) as on its own
-    refused(() =>
-      c.producerHeaders(
-        conn,
-        { ...bearer("acme/ship", "pk_ship"), "rendezvous-signature": `t=1,v1=${"0".repeat(64)}` },
-        Date.now(),
-      ),
-    );
-    // another connection remembers nothing
-    refused(() => c.producerHeaders({}, bearer("acme/ship", "pk_wrong"), Date.now()));
   });
 });

@@ -18,7 +18,7 @@ import { Name, RendezvousError } from "@rendezvous/protocol";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import {
   authenticateHost,
-  ConnectionCredentials,
+  authenticateProducerHeaders,
   type CredentialIndex,
   indexCredentials,
   type ProducerHeaders,
@@ -99,7 +99,6 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
   const metrics = opts.metrics ?? createMetrics();
   const logger = (opts.logger ?? createLogger()).child({ system: "ingest" });
   const credentials: CredentialIndex = indexCredentials(config);
-  const connections = new ConnectionCredentials(credentials);
   const validator = new EventValidator(config);
   const limiter = new RateLimiter(now);
   const ingest = new ProducerIngest({ store, validator, metrics, logger, maxPayloadBytes: config.maxPayloadBytes });
@@ -120,8 +119,8 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
       void reply.header("connection", "close");
       throw new RendezvousError("payload_too_large");
     }
-    (request as unknown as { producerHeaders: ProducerHeaders }).producerHeaders = connections.producerHeaders(
-      request.raw.socket,
+    (request as unknown as { producerHeaders: ProducerHeaders }).producerHeaders = authenticateProducerHeaders(
+      credentials,
       request.headers,
       now(),
     );
