@@ -5,8 +5,8 @@
  * one claimer at a time whichever transport takes it.
  *
  * - claim: `worker.getNextJob(token, {block: false})` moves a job to active with a lock
- *   keyed by a fresh random token; `extendJobLocks` then sets the lock to the claim's
- *   `leaseMs` (lockDuration is per worker; one extend per claim sets each lease's own).
+ *   keyed by a fresh random token, for the worker's lockDuration (FETCH_LOCK_MS, the default
+ *   `leaseMs`); a claim with another `leaseMs` then sets it with one `extendJobLocks`.
  * - ack: `moveToCompleted(null, token, false)`, which checks the token: an expired or
  *   re-leased lock, or a job id not in the caller's tenant queue, fails → `lease_expired`.
  * - extend: `extendJobLocks` with the token (fails the same way).
@@ -231,27 +231,38 @@ export class ContinuationClaims {
   }
 
   async #take(tenant: string, worker: Worker<Wait>, req: ClaimRequest): Promise<Lease[]> {
+    const fetch = (token: string) => worker.getNextJob(token, { block: false });
+    // taken before the fetch: a lock BullMQ sets at the fetch lasts at least until then
+    const at = Date.now() + req.leaseMs;
     const jobs: Array<{ job: Job<Wait>; token: string }> = [];
-    // in waves of 1, 2, 4, … fetches sent together (one round trip each wave), until a fetch finds none
-    for (let wave = 1; jobs.length < req.max && !this.#closing; wave *= 2) {
-      const n = Math.min(wave, req.max - jobs.length);
-      const tokens = Array.from({ length: n }, () => randomBytes(16).toString("hex"));
-      const got = await this.#bounded(Promise.all(tokens.map((t) => worker.getNextJob(t, { block: false }))));
+    const keep = (got: Array<Job<Wait> | undefined>, tokens: string[]) =>
       got.forEach((job, i) => {
         if (job?.id) jobs.push({ job, token: tokens[i] as string });
       });
-      if (got.some((job) => !job?.id)) break;
+    // one fetch, and beside it how many wait (the fetched one may be among them): the others
+    // in one more round trip of fetches sent together, none when nothing else waits
+    const first = [randomBytes(16).toString("hex")];
+    const [got, waiting] = await this.#bounded(
+      Promise.all([fetch(first[0] as string), this.#conn?.llen(worker.toKey("wait")) ?? 0]),
+    );
+    keep([got], first);
+    const more = Math.min(req.max - jobs.length, waiting);
+    if (jobs.length > 0 && more > 0 && !this.#closing) {
+      const tokens = Array.from({ length: more }, () => randomBytes(16).toString("hex"));
+      keep(await this.#bounded(Promise.all(tokens.map(fetch))), tokens);
     }
     if (jobs.length === 0) return [];
-    const at = Date.now() + req.leaseMs;
+    // the fetch locked each job for FETCH_LOCK_MS: another lease length is set here
     const failed = new Set(
-      await this.#bounded(
-        worker.extendJobLocks(
-          jobs.map((j) => j.job.id as string),
-          jobs.map((j) => j.token),
-          req.leaseMs,
-        ),
-      ),
+      req.leaseMs === FETCH_LOCK_MS
+        ? []
+        : await this.#bounded(
+            worker.extendJobLocks(
+              jobs.map((j) => j.job.id as string),
+              jobs.map((j) => j.token),
+              req.leaseMs,
+            ),
+          ),
     );
     const leases = jobs
       .filter((j) => !failed.has(j.job.id as string))
