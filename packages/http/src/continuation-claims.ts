@@ -239,14 +239,15 @@ export class ContinuationClaims {
       got.forEach((job, i) => {
         if (job?.id) jobs.push({ job, token: tokens[i] as string });
       });
-    // one fetch, and beside it how many wait (the fetched one may be among them): the others
-    // in one more round trip of fetches sent together, none when nothing else waits
+    // one fetch, and beside it how many wait: the others in one more round trip of fetches sent
+    // together, none when nothing else waits. LLEN goes out first (getNextJob sends after a few
+    // awaits), so it counts the fetched job: one fewer (if not, one is left for the next claim)
     const first = [randomBytes(16).toString("hex")];
     const [got, waiting] = await this.#bounded(
       Promise.all([fetch(first[0] as string), this.#conn?.llen(worker.toKey("wait")) ?? 0]),
     );
     keep([got], first);
-    const more = Math.min(req.max - jobs.length, waiting);
+    const more = Math.min(req.max - jobs.length, waiting - jobs.length);
     if (jobs.length > 0 && more > 0 && !this.#closing) {
       const tokens = Array.from({ length: more }, () => randomBytes(16).toString("hex"));
       keep(await this.#bounded(Promise.all(tokens.map(fetch))), tokens);

@@ -330,7 +330,11 @@ describe("workers over HTTP", () => {
         children.every((c) => c.lines.filter((l) => l.ran).length === 3 && c.lines.filter((l) => l.leased).length > 3),
       20_000,
     );
-    const ran: Record<Tenant, Array<{ worker: string; id: string; tenant: string }>> = { acme: [], globex: [], initech: [] };
+    const ran: Record<Tenant, Array<{ worker: string; id: string; tenant: string }>> = {
+      acme: [],
+      globex: [],
+      initech: [],
+    };
     const errors: unknown[] = [];
     const workers = tenants.map(
       (t) =>
