@@ -192,7 +192,15 @@ export class ContinuationWorker {
       let leases: ContinuationLease[];
       try {
         leases = await opts.host.claimContinuations(
-          { worker: opts.name, max: free, leaseMs, waitMs: opts.pollMs ?? 10_000, group: opts.group, consume },
+          // without the key after the fallback: an older server refuses it whatever its value
+          {
+            worker: opts.name,
+            max: free,
+            leaseMs,
+            waitMs: opts.pollMs ?? 10_000,
+            group: opts.group,
+            ...(consume && { consume }),
+          },
           { signal },
         );
         failures = 0;
