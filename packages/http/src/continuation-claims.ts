@@ -227,6 +227,7 @@ export class ContinuationClaims {
       if (left <= 0) return [];
       // a wake-up during the take may be for a job it missed: take again at once
       if (q.wakes === wakes) await this.#wait(q, left, gone);
+      if (this.#closing || gone?.aborted) return [];
     }
   }
 
