@@ -2,18 +2,21 @@
  * `ContinuationWorker`: runs a handler once per continuation of the host's tenant.
  *
  * By default over HTTP with the host key alone (docs/api.md, Continuations over HTTP): it
- * long-polls `claimContinuations` for as many leases as it has free slots, and for each one
- * `consume`s the wait (first claimer wins), runs the handler when it is this worker's,
- * extends the lease every half lease while the handler runs, and acknowledges it after. A
- * handler that throws is not acknowledged: the lease expires and the continuation comes back
- * (`attempt` + 1), to this worker or another.
+ * long-polls `claimContinuations` for as many leases as it has free slots, the server
+ * consuming each wait for it in the claim (`consume: true`; first claimer wins; a lease
+ * without `consumed` is consumed here), runs the handler when it is this worker's, extends
+ * the lease every half lease while the handler runs, and acknowledges it after: the acks of
+ * handlers that finish while an ack request is in flight go together in the next
+ * `ackContinuations`. A handler that throws is not acknowledged: the lease expires and the
+ * continuation comes back (`attempt` + 1), to this worker or another. Against a server
+ * without these two (an older one) it falls back to `consume` and `ackContinuation` per lease.
  *
  * With `connection` (or `transport: "bullmq"`) it takes the continuations from the BullMQ
  * queue in Redis instead (bullmq-worker.ts, loaded only then: this module imports neither
  * bullmq nor ioredis).
  */
 import type { BullmqContinuationWorkerOptions } from "./bullmq-worker.js";
-import { type ContinuationHandler, runOnce } from "./continuation.js";
+import { type ContinuationHandler, runConsumed, runOnce } from "./continuation.js";
 import { RendezvousApiError } from "./errors.js";
 import type { ContinuationLease, HostClient } from "./host.js";
 import { backoff } from "./retry.js";
@@ -86,6 +89,71 @@ const sleep = (ms: number, signal: AbortSignal) =>
     );
   });
 
+/** The most leases one `ackContinuations` takes (docs/api.md). */
+const ACKS_PER_REQUEST = 100;
+
+/**
+ * Batches acknowledgements: one request in flight; the acks asked for meanwhile go in the
+ * next one. `ack` resolves true when done, false when the lease was gone (`lease_expired`).
+ */
+class Acks {
+  readonly #host: HostClient;
+  #queued: Array<{ leaseId: string; done: (acked: boolean) => void; fail: (err: unknown) => void }> = [];
+  #sending = false;
+  /** false against a server without `POST /v1/continuations/ack`: one request per lease */
+  #batch = true;
+
+  constructor(host: HostClient) {
+    this.#host = host;
+  }
+
+  ack(leaseId: string): Promise<boolean> {
+    if (!this.#batch) return this.#one(leaseId);
+    return new Promise((done, fail) => {
+      this.#queued.push({ leaseId, done, fail });
+      if (!this.#sending) {
+        this.#sending = true;
+        // the acks of handlers finishing in this same turn go together
+        queueMicrotask(() => void this.#send());
+      }
+    });
+  }
+
+  async #one(leaseId: string): Promise<boolean> {
+    try {
+      await this.#host.ackContinuation(leaseId);
+      return true;
+    } catch (err) {
+      if (err instanceof RendezvousApiError && err.code === "lease_expired") return false;
+      throw err;
+    }
+  }
+
+  async #send(): Promise<void> {
+    while (this.#queued.length > 0) {
+      const batch = this.#queued.splice(0, ACKS_PER_REQUEST);
+      try {
+        const { expired } = await this.#host.ackContinuations(batch.map((a) => a.leaseId));
+        const gone = new Set(expired);
+        for (const a of batch) a.done(!gone.has(a.leaseId));
+      } catch (err) {
+        if (!(err instanceof RendezvousApiError && err.status === 404)) {
+          for (const a of batch) a.fail(err);
+          continue;
+        }
+        // an older server: every ack from now on its own
+        this.#batch = false;
+        for (const a of [...batch, ...this.#queued.splice(0)]) this.#one(a.leaseId).then(a.done, a.fail);
+      }
+    }
+    this.#sending = false;
+  }
+}
+
+/** Whether a claim answer says the server does not know `consume` (an older server). */
+const consumeUnknown = (err: unknown) =>
+  err instanceof RendezvousApiError && err.status === 400 && JSON.stringify(err.issues ?? []).includes("consume");
+
 export class ContinuationWorker {
   readonly #stop = new AbortController();
   readonly #running = new Set<Promise<void>>();
@@ -110,6 +178,8 @@ export class ContinuationWorker {
     const leaseMs = opts.leaseMs ?? 30_000;
     const signal = this.#stop.signal;
     let failures = 0;
+    let consume = true;
+    const acks = new Acks(opts.host);
     let slotFreed: () => void = () => undefined;
     while (!signal.aborted) {
       const free = concurrency - this.#running.size;
@@ -122,18 +192,30 @@ export class ContinuationWorker {
       let leases: ContinuationLease[];
       try {
         leases = await opts.host.claimContinuations(
-          { worker: opts.name, max: free, leaseMs, waitMs: opts.pollMs ?? 10_000, group: opts.group },
+          // without the key after the fallback: an older server refuses it whatever its value
+          {
+            worker: opts.name,
+            max: free,
+            leaseMs,
+            waitMs: opts.pollMs ?? 10_000,
+            group: opts.group,
+            ...(consume && { consume }),
+          },
           { signal },
         );
         failures = 0;
       } catch (err) {
         if (signal.aborted) break;
+        if (consume && consumeUnknown(err)) {
+          consume = false; // each lease is consumed here instead
+          continue;
+        }
         opts.onError?.(err);
         await sleep(backoff(failures++, 200, 5000), signal);
         continue;
       }
       for (const lease of leases) {
-        const task = this.#handle(opts, lease, leaseMs).finally(() => {
+        const task = this.#handle(opts, lease, leaseMs, acks).finally(() => {
           this.#running.delete(task);
           slotFreed();
         });
@@ -142,26 +224,28 @@ export class ContinuationWorker {
     }
   }
 
-  async #handle(opts: HttpContinuationWorkerOptions, lease: ContinuationLease, leaseMs: number): Promise<void> {
+  async #handle(
+    opts: HttpContinuationWorkerOptions,
+    lease: ContinuationLease,
+    leaseMs: number,
+    acks: Acks,
+  ): Promise<void> {
     const report = (err: unknown) => opts.onError?.(err, lease);
     // keep the lease while the handler runs longer than half of it
     const keep = setInterval(() => {
       opts.host.extendContinuationLease(lease.leaseId, leaseMs).catch(report);
     }, leaseMs / 2);
     try {
-      await runOnce(opts.host, opts.name, lease.waitId, opts.handler);
+      if (lease.consumed) await runConsumed({ ...lease.consumed, wait: lease.wait }, opts.name, opts.handler);
+      else await runOnce(opts.host, opts.name, lease.waitId, opts.handler);
     } catch (err) {
       report(err);
       return; // not acknowledged: handed out again after the lease
     } finally {
       clearInterval(keep);
     }
-    try {
-      await opts.host.ackContinuation(lease.leaseId);
-    } catch (err) {
-      // lease_expired: it went to another claimer meanwhile, whose consume finds it taken
-      if (!(err instanceof RendezvousApiError && err.code === "lease_expired")) report(err);
-    }
+    // not acked (false) = lease_expired: it went to another claimer meanwhile, whose consume finds it taken
+    await acks.ack(lease.leaseId).catch(report);
   }
 
   /** Stops claiming and waits for the handlers in progress (their leases are acknowledged). */

@@ -5,7 +5,7 @@
  * first claimer of an earlier delivery that did not finish (same worker name), so a crash
  * between claim and handler is retried. No Redis, no BullMQ here.
  */
-import type { HostClient } from "./host.js";
+import type { ConsumeResult, HostClient } from "./host.js";
 import type { Wait } from "./wire.js";
 
 /**
@@ -36,7 +36,15 @@ export async function runOnce(
   waitId: string,
   handler: ContinuationHandler,
 ): Promise<boolean> {
-  const claimed = await host.consume(waitId, worker);
+  return runConsumed(await host.consume(waitId, worker), worker, handler);
+}
+
+/** Runs the handler on a wait consumed as `worker` if it is this worker's; whether it ran. */
+export async function runConsumed(
+  claimed: Pick<ConsumeResult, "first" | "consumption" | "wait">,
+  worker: string,
+  handler: ContinuationHandler,
+): Promise<boolean> {
   if (!claimed.first && claimed.consumption.by !== worker) return false; // another worker has it
   const r = claimed.wait.resolution;
   await handler({

@@ -40,6 +40,8 @@ export interface ContinuationLease {
   attempt: number;
   leaseExpiresAt: string;
   wait: Wait;
+  /** with `consume: true` in the claim: the consume done for the claimer (`wait` is the wait as consumed) */
+  consumed?: { first: boolean; consumption: { by: string; at: string } };
 }
 
 export interface ClaimRequest {
@@ -56,6 +58,11 @@ export interface ClaimRequest {
    * tenant's other continuations. An unknown group answers `400 invalid_request`.
    */
   group?: string;
+  /**
+   * consume each leased wait as `worker` in the claim (each lease then carries `consumed`,
+   * unless its consume could not be done) @defaultValue false
+   */
+  consume?: boolean;
 }
 
 export interface ConsumeResult {
@@ -128,6 +135,12 @@ export class HostClient {
   /** The continuation is done; throws `lease_expired` (409) when the lease is gone. */
   async ackContinuation(leaseId: string): Promise<void> {
     await this.#call("POST", `/v1/continuations/${encodeURIComponent(leaseId)}/ack`, undefined, true);
+  }
+
+  /** Acknowledges up to 100 leases in one request: those done (`acked`) and those gone (`expired`). */
+  async ackContinuations(leaseIds: string[]): Promise<{ acked: string[]; expired: string[] }> {
+    const { body } = await this.#call("POST", "/v1/continuations/ack", { leaseIds }, true);
+    return body as { acked: string[]; expired: string[] };
   }
 
   /** Extends a lease to `leaseMs` from now; the new expiry (ISO). */

@@ -5,8 +5,8 @@
  * one claimer at a time whichever transport takes it.
  *
  * - claim: `worker.getNextJob(token, {block: false})` moves a job to active with a lock
- *   keyed by a fresh random token; `extendJobLocks` then sets the lock to the claim's
- *   `leaseMs` (lockDuration is per worker; one extend per claim sets each lease's own).
+ *   keyed by a fresh random token, for the worker's lockDuration (FETCH_LOCK_MS, the default
+ *   `leaseMs`); a claim with another `leaseMs` then sets it with one `extendJobLocks`.
  * - ack: `moveToCompleted(null, token, false)`, which checks the token: an expired or
  *   re-leased lock, or a job id not in the caller's tenant queue, fails → `lease_expired`.
  * - extend: `extendJobLocks` with the token (fails the same way).
@@ -16,13 +16,25 @@
  * A grouped lease names its group in the lease id; ack and extend take it from there, and a
  * group the caller's tenant does not have names no lease (`lease_expired`).
  *
- * One `Worker` (autorun off) per queue (tenant, group), created on first use, closed by `close()`. A long
- * poll polls with backoff (a Lua call that finds nothing is cheap) instead of holding a
- * blocking connection per request, and answers `[]` at once when the server drains.
+ * One `Worker` (autorun off) per queue (tenant, group), created on first use, closed by `close()`.
+ * A long poll that found nothing waits for BullMQ's own wake-up: the queue's marker key, which
+ * every script that makes a job waiting (add, a stalled lease moved back) sets. While long polls
+ * wait on a queue, ONE loop per queue blocks on the marker (`backend.waitForJob`, the worker's
+ * own blocking connection) and wakes every waiting poll of the queue, which then takes again;
+ * the loop stops when none waits. A wake-up generation counter closes the gap between a take
+ * that found nothing and the poll starting to wait. The block ends every WAKE_BLOCK_S at most
+ * (the polls take again then, as a BullMQ worker does), and a poll answers `[]` at its
+ * deadline, when its client goes, and at once when the server drains.
  */
 import { randomBytes } from "node:crypto";
 import { type RedisLike, type Resources, withinCommandTimeout } from "@rendezvous/engine";
-import { continuationQueueName, RendezvousError, type Wait, Wait as WaitSchema } from "@rendezvous/protocol";
+import {
+  Consumption,
+  continuationQueueName,
+  RendezvousError,
+  type Wait,
+  Wait as WaitSchema,
+} from "@rendezvous/protocol";
 import { Job, Worker } from "bullmq";
 import { Counter, type Registry } from "prom-client";
 import { z } from "zod";
@@ -33,9 +45,10 @@ export const LEASE_CHECK_MS = 1000;
 const FETCH_LOCK_MS = 30_000;
 /** A re-leased continuation is never failed for it (BullMQ fails past maxStalledCount). */
 const NEVER_FAIL = 1_000_000_000;
-/** Long-poll backoff between empty fetches, ms. */
-const POLL_FIRST_MS = 20;
-const POLL_MAX_MS = 200;
+/** The longest block on a queue's marker, s (then the waiting polls take again). */
+const WAKE_BLOCK_S = 5;
+/** After a failed block (Redis trouble), before blocking again, ms. */
+const WAKE_RETRY_MS = 200;
 
 /** One leased continuation as a claim answers it (docs/api.md, Continuations over HTTP). */
 export const ContinuationLease = z.object({
@@ -44,6 +57,8 @@ export const ContinuationLease = z.object({
   attempt: z.number().int(),
   leaseExpiresAt: z.string(),
   wait: WaitSchema,
+  /** with `consume: true`: the consume done for the claimer (`wait` is then the wait as consumed) */
+  consumed: z.object({ first: z.boolean(), consumption: Consumption }).optional(),
 });
 export type Lease = z.infer<typeof ContinuationLease>;
 
@@ -53,6 +68,8 @@ export interface ClaimRequest {
   max: number;
   leaseMs: number;
   waitMs: number;
+  /** consume each leased wait as this worker before answering */
+  consumeAs?: string;
 }
 
 const b64 = (s: string) => Buffer.from(s, "utf8").toString("base64url");
@@ -89,13 +106,22 @@ function counter(registry: Registry, name: string, help: string): Counter<"tenan
   return new Counter({ name, help, labelNames: ["tenant"], registers: [registry] });
 }
 
+/** A queue's claim worker and the long polls waiting on it. */
+interface ClaimQueue {
+  worker: Worker<Wait>;
+  /** wake-ups so far: a poll whose take began before the latest one takes again */
+  wakes: number;
+  /** the waiting polls of this queue */
+  waiters: Set<() => void>;
+  /** whether the marker loop runs */
+  watching: boolean;
+}
+
 export class ContinuationClaims {
   readonly #res: Resources;
-  readonly #workers = new Map<string, Worker<Wait>>();
+  readonly #queues = new Map<string, ClaimQueue>();
   #conn: RedisLike | undefined;
   #closing = false;
-  /** long polls in progress: woken (to answer `[]`) when the server drains */
-  readonly #sleepers = new Set<() => void>();
   readonly #claimed: Counter<"tenant">;
   readonly #acked: Counter<"tenant">;
   readonly #expired: Counter<"tenant">;
@@ -118,67 +144,127 @@ export class ContinuationClaims {
     return groups !== undefined && Object.hasOwn(groups, group);
   }
 
-  #worker(tenant: string, group: string | undefined): Worker<Wait> {
+  #queue(tenant: string, group: string | undefined): ClaimQueue {
     const queue = continuationQueueName(tenant, group);
-    let w = this.#workers.get(queue);
-    if (w) return w;
+    const known = this.#queues.get(queue);
+    if (known) return known;
     if (this.#closing) throw new RendezvousError("unavailable", "shutting down");
-    // one command connection shared by every tenant's worker (each adds its own blocking one,
-    // which a claim never blocks on)
+    // one command connection shared by every tenant's worker (each adds its own blocking one:
+    // the queue's marker loop)
     this.#conn ??= this.#res.connect("continuation-claims", { blocking: true });
-    w = new Worker<Wait>(queue, null, {
+    const w = new Worker<Wait>(queue, null, {
       connection: this.#conn,
       prefix: this.#res.queuePrefix,
       autorun: false,
       lockDuration: FETCH_LOCK_MS,
       stalledInterval: LEASE_CHECK_MS,
       maxStalledCount: NEVER_FAIL,
+      drainDelay: WAKE_BLOCK_S,
       name: "http-claims",
     });
     w.on("error", (err) => this.#res.logger.warn({ err, tenant, group }, "continuation claims: worker error"));
     w.on("stalled", () => this.#expired.inc({ tenant }));
     void w.startStalledCheckTimer();
-    this.#workers.set(queue, w);
-    return w;
+    const q: ClaimQueue = { worker: w, wakes: 0, waiters: new Set(), watching: false };
+    this.#queues.set(queue, q);
+    return q;
+  }
+
+  /** Blocks on the queue's marker while polls wait; each return wakes them all. */
+  async #watch(q: ClaimQueue): Promise<void> {
+    if (q.watching) return;
+    q.watching = true;
+    try {
+      while (!this.#closing && q.waiters.size > 0) {
+        try {
+          await q.worker.backend.waitForJob(WAKE_BLOCK_S);
+        } catch (err) {
+          if (this.#closing) break;
+          this.#res.logger.warn({ err, queue: q.worker.name }, "continuation claims: marker wait failed");
+          await new Promise((resolve) => setTimeout(resolve, WAKE_RETRY_MS));
+        }
+        q.wakes++;
+        for (const wake of [...q.waiters]) wake();
+      }
+    } finally {
+      q.watching = false;
+    }
+  }
+
+  /** Until the queue's next wake-up, `ms`, the client going, or the drain. */
+  #wait(q: ClaimQueue, ms: number, signal: AbortSignal | undefined): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        q.waiters.delete(wake);
+        signal?.removeEventListener("abort", wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      q.waiters.add(wake);
+      signal?.addEventListener("abort", wake, { once: true });
+      void this.#watch(q);
+    });
   }
 
   #bounded<T>(p: Promise<T>): Promise<T> {
     return withinCommandTimeout(this.#res.commandTimeoutMs, p);
   }
 
-  /** Up to `max` leases of the tenant's continuations; a long poll waits up to `waitMs` for one. */
-  async claim(tenant: string, req: ClaimRequest, gone: () => boolean = () => false): Promise<Lease[]> {
-    const worker = this.#worker(tenant, req.group);
+  /**
+   * Up to `max` leases of the tenant's continuations; a long poll waits up to `waitMs` for one.
+   * `gone` aborts when the client went: it takes nothing more.
+   */
+  async claim(tenant: string, req: ClaimRequest, gone?: AbortSignal): Promise<Lease[]> {
+    const q = this.#queue(tenant, req.group);
     const until = Date.now() + req.waitMs;
-    let pause = POLL_FIRST_MS;
     for (;;) {
-      const leases = await this.#take(tenant, worker, req);
-      if (leases.length > 0 || this.#closing || gone()) return leases;
+      const wakes = q.wakes;
+      const leases = await this.#take(tenant, q.worker, req);
+      if (leases.length > 0) return req.consumeAs === undefined ? leases : this.#consume(tenant, leases, req.consumeAs);
+      if (this.#closing || gone?.aborted) return leases;
       const left = until - Date.now();
       if (left <= 0) return [];
-      await this.#sleep(Math.min(pause, left));
-      pause = Math.min(pause * 2, POLL_MAX_MS);
+      // a wake-up during the take may be for a job it missed: take again at once
+      if (q.wakes === wakes) await this.#wait(q, left, gone);
+      if (this.#closing || gone?.aborted) return [];
     }
   }
 
   async #take(tenant: string, worker: Worker<Wait>, req: ClaimRequest): Promise<Lease[]> {
+    const fetch = (token: string) => worker.getNextJob(token, { block: false });
+    // taken before the fetch: a lock BullMQ sets at the fetch lasts at least until then
+    const at = Date.now() + req.leaseMs;
     const jobs: Array<{ job: Job<Wait>; token: string }> = [];
-    while (jobs.length < req.max && !this.#closing) {
-      const token = randomBytes(16).toString("hex");
-      const job = await this.#bounded(worker.getNextJob(token, { block: false }));
-      if (!job?.id) break;
-      jobs.push({ job, token });
+    const keep = (got: Array<Job<Wait> | undefined>, tokens: string[]) =>
+      got.forEach((job, i) => {
+        if (job?.id) jobs.push({ job, token: tokens[i] as string });
+      });
+    // one fetch, and beside it how many wait: the others in one more round trip of fetches sent
+    // together, none when nothing else waits. LLEN goes out first (getNextJob sends after a few
+    // awaits), so it counts the fetched job: one fewer (if not, one is left for the next claim)
+    const first = [randomBytes(16).toString("hex")];
+    const [got, waiting] = await this.#bounded(
+      Promise.all([fetch(first[0] as string), this.#conn?.llen(worker.toKey("wait")) ?? 0]),
+    );
+    keep([got], first);
+    const more = Math.min(req.max - jobs.length, waiting - jobs.length);
+    if (jobs.length > 0 && more > 0 && !this.#closing) {
+      const tokens = Array.from({ length: more }, () => randomBytes(16).toString("hex"));
+      keep(await this.#bounded(Promise.all(tokens.map(fetch))), tokens);
     }
     if (jobs.length === 0) return [];
-    const at = Date.now() + req.leaseMs;
+    // the fetch locked each job for FETCH_LOCK_MS: another lease length is set here
     const failed = new Set(
-      await this.#bounded(
-        worker.extendJobLocks(
-          jobs.map((j) => j.job.id as string),
-          jobs.map((j) => j.token),
-          req.leaseMs,
-        ),
-      ),
+      req.leaseMs === FETCH_LOCK_MS
+        ? []
+        : await this.#bounded(
+            worker.extendJobLocks(
+              jobs.map((j) => j.job.id as string),
+              jobs.map((j) => j.token),
+              req.leaseMs,
+            ),
+          ),
     );
     const leases = jobs
       .filter((j) => !failed.has(j.job.id as string))
@@ -193,6 +279,21 @@ export class ContinuationClaims {
     return leases;
   }
 
+  /** Each lease's wait consumed as `worker` (together, one round trip); a failed consume leaves its lease as is. */
+  #consume(tenant: string, leases: Lease[], worker: string): Promise<Lease[]> {
+    return Promise.all(
+      leases.map(async (lease) => {
+        try {
+          const c = await this.#res.store.consume(tenant, lease.waitId, worker);
+          return { ...lease, wait: c.wait, consumed: { first: c.first, consumption: c.consumption } };
+        } catch (err) {
+          this.#res.logger.debug({ err, waitId: lease.waitId }, "continuation claims: consume in the claim failed");
+          return lease;
+        }
+      }),
+    );
+  }
+
   /** The lease a lease id names in the tenant's queues; a group the tenant lacks names none. */
   #lease(tenant: string, leaseId: string): DecodedLease {
     const lease = decodeLeaseId(leaseId);
@@ -202,10 +303,26 @@ export class ContinuationClaims {
     return lease;
   }
 
+  /** Acknowledges several leases together (one round trip per step); which were done, which had expired. */
+  async ackMany(tenant: string, leaseIds: string[]): Promise<{ acked: string[]; expired: string[] }> {
+    const done = await Promise.all(
+      leaseIds.map((id) =>
+        this.ack(tenant, id).then(
+          () => true,
+          (err: unknown) => {
+            if (err instanceof RendezvousError && err.code === "lease_expired") return false;
+            throw err;
+          },
+        ),
+      ),
+    );
+    return { acked: leaseIds.filter((_, i) => done[i]), expired: leaseIds.filter((_, i) => !done[i]) };
+  }
+
   /** Acknowledges a lease: the continuation is done. */
   async ack(tenant: string, leaseId: string): Promise<void> {
     const lease = this.#lease(tenant, leaseId);
-    const worker = this.#worker(tenant, lease.group);
+    const worker = this.#queue(tenant, lease.group).worker;
     // the job's own options (removeOnComplete: kept 24 h) come with it
     const job = await this.#bounded(Job.fromId<Wait>(worker, lease.jobId));
     if (!job) throw new RendezvousError("lease_expired");
@@ -223,35 +340,24 @@ export class ContinuationClaims {
   /** Extends a lease to `leaseMs` from now; the new expiry. */
   async extend(tenant: string, leaseId: string, leaseMs: number): Promise<string> {
     const lease = this.#lease(tenant, leaseId);
-    const worker = this.#worker(tenant, lease.group);
+    const worker = this.#queue(tenant, lease.group).worker;
     const at = Date.now() + leaseMs;
     const failed = await this.#bounded(worker.extendJobLocks([lease.jobId], [lease.token], leaseMs));
     if (failed.length > 0) throw new RendezvousError("lease_expired");
     return new Date(at).toISOString();
   }
 
-  #sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const wake = () => {
-        clearTimeout(timer);
-        this.#sleepers.delete(wake);
-        resolve();
-      };
-      const timer = setTimeout(wake, ms);
-      this.#sleepers.add(wake);
-    });
-  }
-
   /** The server drains: long polls answer with what they have (`[]`), no new worker starts. */
   drain(): void {
     this.#closing = true;
-    for (const wake of [...this.#sleepers]) wake();
+    for (const q of this.#queues.values()) for (const wake of [...q.waiters]) wake();
   }
 
   async close(): Promise<void> {
     this.drain();
-    const workers = [...this.#workers.values()];
-    this.#workers.clear();
-    await Promise.all(workers.map((w) => w.close().catch(() => undefined)));
+    const workers = [...this.#queues.values()].map((q) => q.worker);
+    this.#queues.clear();
+    // force: a marker loop's block is dropped, not waited for (no processor runs here)
+    await Promise.all(workers.map((w) => w.close(true).catch(() => undefined)));
   }
 }

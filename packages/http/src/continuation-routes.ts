@@ -25,7 +25,10 @@ export const ClaimBody = z.strictObject({
   waitMs: z.number().int().min(0).max(20_000).default(0),
   /** a named group of the tenant's continuationGroups; absent = the default queue */
   group: ContinuationGroupName.optional(),
+  /** consume each leased wait as `worker` before answering (each lease then carries `consumed`) */
+  consume: z.boolean().default(false),
 });
+export const AckManyBody = z.strictObject({ leaseIds: z.array(z.string().max(400)).min(1).max(100) });
 export const ExtendBody = z.strictObject({ leaseMs: LeaseMs.default(30_000) });
 /** A lease id is opaque; one the server never issued answers `409 lease_expired`. */
 const LeaseParams = z.object({ leaseId: z.string().max(400) });
@@ -60,7 +63,7 @@ export const continuationRoutes: FastifyPluginAsyncZod<ContinuationRoutesOptions
     },
     async (request, reply) => {
       const tenant = tenantOf(request, request.query.tenant);
-      const { max, leaseMs, waitMs, group } = request.body;
+      const { max, leaseMs, waitMs, group, consume, worker } = request.body;
       if (group !== undefined && !claims.hasGroup(tenant, group)) {
         throw new RendezvousError("invalid_request", "no such continuation group in the tenant's config", {
           issues: [{ path: ["group"], message: "unknown group" }],
@@ -68,18 +71,27 @@ export const continuationRoutes: FastifyPluginAsyncZod<ContinuationRoutesOptions
       }
       // a client gone mid-poll takes nothing more (what it already took comes back after its lease);
       // before the answer, the response's `close` is the connection's
-      let closed = false;
-      reply.raw.once("close", () => {
-        closed = true;
-      });
-      const gone = () => closed;
-      const continuations = await claims.claim(tenant, { group, max, leaseMs, waitMs }, gone);
-      request.log.debug(
-        { tenant, group, worker: request.body.worker, n: continuations.length },
-        "continuations leased",
-      );
+      const gone = new AbortController();
+      reply.raw.once("close", () => gone.abort());
+      const consumeAs = consume ? worker : undefined;
+      const continuations = await claims.claim(tenant, { group, max, leaseMs, waitMs, consumeAs }, gone.signal);
+      request.log.debug({ tenant, group, worker, n: continuations.length }, "continuations leased");
       return { continuations };
     },
+  );
+
+  app.post(
+    "/v1/continuations/ack",
+    {
+      schema: {
+        operationId: "ackContinuations",
+        summary: "Acknowledge several continuation leases; which were done, which had expired",
+        body: AckManyBody,
+        querystring: TenantQuery,
+        response: { 200: z.object({ acked: z.array(z.string()), expired: z.array(z.string()) }), ...errors },
+      },
+    },
+    async (request) => claims.ackMany(tenantOf(request, request.query.tenant), request.body.leaseIds),
   );
 
   app.post(

@@ -1,8 +1,9 @@
 /**
  * A host process for continuations-http.test.ts: a `ContinuationWorker` over HTTP (host key
  * only) that prints one JSON line per lease it takes (`leased`) and per handler run (`ran`).
- * After its first CONSUME_LIMIT consumes, its consume calls hang (never sent): it keeps
- * leasing and holds those leases, unconsumed, until the test SIGKILLs it.
+ * It claims without `consume` (the worker's claims ask for it; this host takes it out), so that
+ * it consumes each lease itself: after its first CONSUME_LIMIT consumes, its consume calls hang
+ * (never sent): it keeps leasing and holds those leases, unconsumed, until the test SIGKILLs it.
  * Env: RDV_URL, RDV_TOKEN, RDV_NAME, RDV_LEASE_MS, RDV_CONSUME_LIMIT.
  */
 import { ContinuationWorker, HostClient } from "@rendezvous/client";
@@ -23,6 +24,10 @@ const host = new HostClient({
   fetch: async (input, init) => {
     const url = String(input);
     if (url.endsWith("/consume") && ++consumes > limit) return new Promise<Response>(() => undefined);
+    if (url.includes("/v1/continuations/claim") && typeof init?.body === "string") {
+      const { consume: _, ...claim } = JSON.parse(init.body) as Record<string, unknown>;
+      init = { ...init, body: JSON.stringify(claim) };
+    }
     const res = await fetch(input, init);
     if (url.includes("/v1/continuations/claim") && res.ok) {
       const body = (await res.clone().json()) as { continuations: Array<{ waitId: string; wait: { tenant: string } }> };

@@ -1,9 +1,11 @@
 /**
  * Continuations over HTTP (docs/api.md) against a real `rendezvous start` process:
  * - claim / ack / extend / lease_expired, another tenant's lease id, the admin with ?tenant=;
+ * - a claim with `consume: true` (each lease consumed for the claimer), acks of several leases
+ *   in one `POST /v1/continuations/ack`;
  * - the lease bound (an unacknowledged lease comes back after ≈ leaseMs, not before, with
  *   attempt 2) and the long-poll bound (an empty claim answers `[]` after waitMs; a claim
- *   answers early when a continuation arrives);
+ *   answers early when a continuation arrives; a waiting long poll does not poll Redis);
  * - two tenants, two workers each (one in this process, one a child process SIGKILLed while it
  *   holds leases): every continuation is processed and acknowledged, each wait consumed first
  *   exactly once, no worker sees another tenant's continuation.
@@ -18,12 +20,17 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bearer, client, expectError, type Json, type Started, sleep, startServer, until } from "./e2e-helpers.js";
 
 const ADMIN = "adm_claims_test";
-const KEYS = { acme: "hk_acme_claims", globex: "hk_globex_claims" } as const;
+/** initech: the tests of consume-in-claim, batch acks and the wake-up (its queue apart from the others' counts) */
+const KEYS = { acme: "hk_acme_claims", globex: "hk_globex_claims", initech: "hk_initech_claims" } as const;
 type Tenant = keyof typeof KEYS;
 const CONFIG = {
   partitions: 4,
   adminToken: ADMIN,
-  tenants: { acme: { hostKeys: [KEYS.acme] }, globex: { hostKeys: [KEYS.globex] } },
+  tenants: {
+    acme: { hostKeys: [KEYS.acme] },
+    globex: { hostKeys: [KEYS.globex] },
+    initech: { hostKeys: [KEYS.initech] },
+  },
 };
 
 let server: Started;
@@ -157,6 +164,57 @@ describe("claim, ack, extend", () => {
   });
 });
 
+describe("consume in the claim, acks together", () => {
+  it("a claim with consume: true consumes each leased wait for the claimer", async () => {
+    const ids = await resolved("initech", 3);
+    const got: Json[] = [];
+    await until(async () => {
+      const r = await host("initech").post("/v1/continuations/claim", {
+        worker: "eater",
+        max: 3,
+        waitMs: 1000,
+        consume: true,
+      });
+      expect(r.status).toBe(200);
+      got.push(...r.body.continuations);
+      return got.length >= 3;
+    });
+    expect(got.map((l) => l.waitId).sort()).toEqual([...ids].sort());
+    for (const l of got) {
+      expect(l).toMatchObject({
+        attempt: 1,
+        consumed: { first: true, consumption: { by: "eater" } },
+        wait: { id: l.waitId, state: "resolved", consumption: { by: "eater" } },
+      });
+      const probe = await host("initech").post(`/v1/waits/${l.waitId}/consume`, { worker: "probe" });
+      expect(probe.body).toMatchObject({ first: false, consumption: { by: "eater" } });
+    }
+    const acks = await host("initech").post("/v1/continuations/ack", { leaseIds: got.map((l) => l.leaseId) });
+    expect(acks.body.acked.sort()).toEqual(got.map((l) => l.leaseId).sort());
+  });
+
+  it("POST /v1/continuations/ack acknowledges several leases; expired names the gone ones", async () => {
+    await resolved("initech", 3);
+    const leases = await claimAll("initech", 3);
+    const [a, b, c] = leases.map((l) => l.leaseId as string);
+    // another tenant acks nothing of initech's
+    const foreign = await host("acme").post("/v1/continuations/ack", { leaseIds: [a] });
+    expect(foreign.body).toEqual({ acked: [], expired: [a] });
+    expect((await host("initech").post(`/v1/continuations/${a}/ack`)).body).toEqual({ acked: true });
+    const r = await host("initech").post("/v1/continuations/ack", { leaseIds: [a, b, c, "nonsense"] });
+    expect({ status: r.status, body: r.body }).toEqual({
+      status: 200,
+      body: { acked: [b, c], expired: [a, "nonsense"] },
+    });
+    const q = queue("initech");
+    for (const l of leases) expect(await q.getJobState(l.waitId)).toBe("completed");
+    await q.close();
+    for (const body of [{}, { leaseIds: [] }, { leaseIds: Array(101).fill(a) }, { leaseIds: [a], x: 1 }]) {
+      expectError(await host("initech").post("/v1/continuations/ack", body), 400, "invalid_request");
+    }
+  });
+});
+
 describe("bounds", () => {
   it("an unacknowledged lease comes back after its leaseMs, not before, with attempt 2", async () => {
     const [id] = await resolved("acme", 1);
@@ -192,6 +250,28 @@ describe("bounds", () => {
     expect(early.body.continuations.map((c: Json) => c.waitId)).toEqual([id]);
     expect(Date.now() - t1).toBeLessThan(5000);
     await host("globex").post(`/v1/continuations/${early.body.continuations[0].leaseId}/ack`);
+  });
+
+  it("a waiting long poll takes from the queue again only when woken (no polling), and at once then", async () => {
+    // the claims' fetches of initech's queue: BullMQ moveToActive (11 keys, the wait list first)
+    const mon = await redis.monitor();
+    let fetches = 0;
+    mon.on("monitor", (_time: string, args: string[]) => {
+      if (args[0]?.toLowerCase() === "evalsha" && args[2] === "11" && args[3]?.endsWith(":continuations.initech:wait"))
+        fetches++;
+    });
+    try {
+      const polling = host("initech").post("/v1/continuations/claim", { worker: "p", waitMs: 15_000 });
+      await sleep(2500);
+      // the first take, and one more if a wake-up came in between; a poll every ≤ 200 ms would be ≥ 12
+      expect(fetches).toBeLessThanOrEqual(2);
+      const [id] = await resolved("initech", 1);
+      const woken = await polling;
+      expect(woken.body.continuations.map((c: Json) => c.waitId)).toEqual([id]);
+      await host("initech").post(`/v1/continuations/${woken.body.continuations[0].leaseId}/ack`);
+    } finally {
+      mon.disconnect();
+    }
   });
 });
 
@@ -250,7 +330,11 @@ describe("workers over HTTP", () => {
         children.every((c) => c.lines.filter((l) => l.ran).length === 3 && c.lines.filter((l) => l.leased).length > 3),
       20_000,
     );
-    const ran: Record<Tenant, Array<{ worker: string; id: string; tenant: string }>> = { acme: [], globex: [] };
+    const ran: Record<Tenant, Array<{ worker: string; id: string; tenant: string }>> = {
+      acme: [],
+      globex: [],
+      initech: [],
+    };
     const errors: unknown[] = [];
     const workers = tenants.map(
       (t) =>
