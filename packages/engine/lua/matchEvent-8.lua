@@ -81,7 +81,8 @@ end
 -- Page through the waiting waits of the match key until `fanoutCap` are resolved:
 -- waits this event may not resolve (since after it, deadline before it) do not use
 -- up the cap. Resolved waits leave the index, so pages continue after the last member.
-local ik = indexKey(mk)
+-- (the record carries the index key of its match key; records of older versions do not)
+local ik = indexKey(mk, ev["ik"])
 -- The settled waits of the match key (for late events), read before this event settles
 -- any: when they and the waits it resolves fit in one page of fanoutCap, a read after
 -- the resolutions gives this page and the waits resolved now; else it is read again.

@@ -1,7 +1,8 @@
 --[[
   The events hash of a partition holds two records per event key: its event record
   in field "e:<eventKey>" and its dedup record in field "d:<eventKey>".
-  Event records are JSON {pr, id, mk, oa?, pl?, rt, sid, at, st, ...}; states: p pending
+  Event records are JSON {pr, id, mk, ik?, oa?, pl?, rt, sid, at, st, ...} (ik: the
+  index key of mk, computed at ingest; older records lack it); states: p pending
   (appended, not matched yet), m matched, b buffered, l late (and buffered), x expired.
   Dedup records are "<content hash>|<match partition>"; a dedup record may also be
   JSON {h = content hash, mp = match partition}, read as the same text.
