@@ -10,14 +10,17 @@
 --@include "hash-records"
 --@include "packed"
 
+--@inline
 local function loadEvent(eventsKey, eventKey)
   return loadJson(eventsKey, "e:" .. eventKey)
 end
 
+--@inline
 local function saveEvent(eventsKey, eventKey, ev)
   saveJson(eventsKey, "e:" .. eventKey, ev)
 end
 
+--@inline
 local function deleteEvent(eventsKey, eventKey)
   redis.call("HDEL", eventsKey, "e:" .. eventKey)
 end
@@ -57,11 +60,13 @@ local function pendingEvent(raw)
 end
 
 -- Is the event buffered (in the inbox, for a later wait of its match key)?
+--@inline
 local function isBuffered(ev)
   return ev["st"] == "b" or ev["st"] == "l"
 end
 
 -- What a wait's timeline and late list record of an event.
+--@inline
 local function eventRef(ev)
   return { pr = ev["pr"], id = ev["id"], at = ev["at"], sid = ev["sid"] }
 end
@@ -72,6 +77,7 @@ local function loadDedupRows(eventsKey, packed)
   return loadPackedRows(eventsKey, packed, "d:")
 end
 
+--@inline
 local function deleteDedup(eventsKey, eventKey)
   redis.call("HDEL", eventsKey, "d:" .. eventKey)
 end

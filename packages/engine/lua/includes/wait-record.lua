@@ -9,8 +9,6 @@
 --@include "parts"
 --@include "hash-records"
 
-local WAIT_BASE = { mk = true, r = true, p = true, s = true, ca = true, dl = true, sn = true }
-
 local function decodeWait(raw)
   if string.byte(raw, 1) == 123 then
     return cjson.decode(raw)
@@ -27,8 +25,10 @@ end
 
 local function encodeWait(wait)
   if wait["s"] == "w" then
+    -- (the fields of the compact form compared one by one: a table of them would be
+    -- built on every call of every script that includes this)
     for k in pairs(wait) do
-      if not WAIT_BASE[k] then
+      if k ~= "mk" and k ~= "r" and k ~= "p" and k ~= "s" and k ~= "ca" and k ~= "dl" and k ~= "sn" then
         return cjson.encode(wait)
       end
     end
@@ -38,10 +38,12 @@ local function encodeWait(wait)
   return cjson.encode(wait)
 end
 
+--@inline
 local function loadWait(waitsKey, waitId)
   return loadField(waitsKey, waitId, decodeWait)
 end
 
+--@inline
 local function saveWait(waitsKey, waitId, wait)
   redis.call("HSET", waitsKey, waitId, encodeWait(wait))
 end
@@ -57,6 +59,7 @@ local function pushHistory(wait, entry)
 end
 
 -- Does the wait belong to the tenant? tenantPrefix is the encoded tenant ("" = any, admin).
+--@inline
 local function ownedBy(wait, tenantPrefix)
   return tenantPrefix == "" or string.sub(wait["mk"], 1, #tenantPrefix) == tenantPrefix
 end
