@@ -45,7 +45,8 @@
 
 --@keys
 local streamId, eventKey = ARGV[1], ARGV[2]
-local fanoutCap, retentionMs = tonumber(ARGV[3]), tonumber(ARGV[4])
+-- (+ 0 converts by arithmetic: cheaper than a tonumber call)
+local fanoutCap, retentionMs = ARGV[3] + 0, ARGV[4] + 0
 local now = nowMs(ARGV[5])
 local idPrefix = ARGV[6]
 
