@@ -13,14 +13,21 @@ local function decodeWait(raw)
   if string.byte(raw, 1) == 123 then
     return cjson.decode(raw)
   end
-  local parts, pos = {}, 1
-  for i = 1, 3 do
-    local after = skipParts(raw, 1, pos)
-    parts[i] = string.sub(raw, string.find(raw, ":", pos, true) + 1, after - 1)
-    pos = after
-  end
-  local ca, dl, sn = string.match(raw, "^(%d+),(%d*),(%d*)$", pos)
-  return { s = "w", mk = parts[1], r = parts[2], p = parts[3], ca = tonumber(ca), dl = tonumber(dl), sn = tonumber(sn) }
+  -- three length-prefixed parts ("<len>:<bytes>", c the colon, e the last byte), then
+  -- "<ca>,<dl>,<sn>"; lengths and times converted by arithmetic: every C call costs
+  -- about 1,000 Redis instructions
+  local find, sub = string.find, string.sub
+  local c1 = find(raw, ":", 1, true)
+  local e1 = c1 + sub(raw, 1, c1 - 1)
+  local c2 = find(raw, ":", e1 + 1, true)
+  local e2 = c2 + sub(raw, e1 + 1, c2 - 1)
+  local c3 = find(raw, ":", e2 + 1, true)
+  local e3 = c3 + sub(raw, e2 + 1, c3 - 1)
+  local ca, dl, sn = string.match(raw, "^(%d+),(%d*),(%d*)$", e3 + 1)
+  return {
+    s = "w", mk = sub(raw, c1 + 1, e1), r = sub(raw, c2 + 1, e2), p = sub(raw, c3 + 1, e3), ca = ca + 0,
+    dl = dl ~= "" and dl + 0 or nil, sn = sn ~= "" and sn + 0 or nil,
+  }
 end
 
 local function encodeWait(wait)
