@@ -103,7 +103,8 @@ while #matched < fanoutCap do
       if wait["dl"] ~= nil and at > wait["dl"] then
         noteLate(waitId, wait)
       else
-        resolveByEvent(keys, waitId, wait, ev, ref, now, retentionMs)
+        -- (the member names this wait: its index key is the wait's, as mk is)
+        resolveByEvent(keys, waitId, wait, ev, ref, now, retentionMs, member)
         matched[#matched + 1] = waitId
       end
     end
@@ -114,9 +115,10 @@ while #matched < fanoutCap do
   end
 end
 
-local settledNow = {}
+local settledNow = nil
 local members = settledBefore
 if #settledBefore + #matched > fanoutCap then
+  settledNow = {}
   for _, waitId in ipairs(matched) do
     settledNow[waitId] = true
   end
@@ -125,7 +127,7 @@ end
 for _, member in ipairs(members) do
   local waitId = memberWaitId(idPrefix, member)
   -- (a wait this very event just resolved is not late for it: not even loaded)
-  local wait = not settledNow[waitId] and loadWait(keys.waits, waitId) or nil
+  local wait = not (settledNow and settledNow[waitId]) and loadWait(keys.waits, waitId) or nil
   -- settled before, not by this very event
   if wait ~= nil and wait["mk"] == mk and wait["s"] ~= "w" and not resolvedBy(wait, ev)
      and at >= (wait["sn"] or 0) then
@@ -148,6 +150,7 @@ else
   scheduleExpiry(keys.expiry, intText(at + ev["rt"]), "b", eventKey)
 end
 ev["mo"] = ev["st"]
+ev["ik"] = nil -- (only the match reads it)
 if #matched > 0 then ev["mw"] = matched end
 if #late > 0 then ev["lf"] = late end
 saveEvent(keys.events, eventKey, ev)
