@@ -19,8 +19,9 @@
                      which then becomes the entry id's milliseconds
   ARGV[3] events     per event, one after the other, two fields (nextField): its
                      encoded event key and its record head: the event record JSON
-                     {pr, id, mk, oa?, pl?, rt} without its closing brace (producer, id,
-                     encoded match key: tenant, type and correlation id; occurredAt,
+                     {pr, id, mk, ik, oa?, pl?, rt} without its closing brace (producer,
+                     id, encoded match key: tenant, type and correlation id; its
+                     index key; occurredAt,
                      canonical payload JSON, buffer retention in ms); this script
                      completes it with sid, at and st, so it does no JSON work. One
                      argument: cheaper to send.

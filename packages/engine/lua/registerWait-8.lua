@@ -21,6 +21,7 @@
   ARGV[5] sinceMs      "" or the earliest accepted time a buffered event may have
   ARGV[6] retentionMs  how long a settled wait is kept
   ARGV[7] now          "" = Redis TIME
+  ARGV[8] indexKey     "" or the index key of the record's match key (computed here when "")
 
   Returns
     { CREATED, wait }    created (its state is `r` when a buffered event resolved it)
@@ -61,6 +62,9 @@ if ARGV[5] ~= "" then
   wait["sn"] = since
 end
 local mk = wait["mk"]
+if ARGV[8] ~= "" then
+  indexKey(mk, ARGV[8])
+end
 
 -- A buffered event: earliest first, from `since` on.
 for _, member in ipairs(bufferedSince(keys.inbox, mk, since, 16)) do

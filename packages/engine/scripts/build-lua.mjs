@@ -6,6 +6,7 @@ import { createHash } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { inlineHelpers } from "./lua-inline.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const luaDir = join(root, "lua");
@@ -173,11 +174,12 @@ function withIncludes(file, source) {
 }
 
 /**
- * A script as Redis runs it: its `--@keys` line expanded and its includes inlined. Every
+ * A script as Redis runs it: its `--@keys` line expanded, its includes inlined and their
+ * `--@inline` helpers written at their call sites (scripts/lua-inline.mjs). Every
  * keys.<name> it reads, its helpers' too, must be one of its header's KEYS.
  */
 function build(file, source, keyNames) {
-  const lua = withIncludes(file, keysTable(file, source, keyNames));
+  const lua = inlineHelpers(file, withIncludes(file, keysTable(file, source, keyNames)));
   const code = lua.replace(/--\[\[[\s\S]*?\]\]/g, "").replace(/--.*$/gm, "");
   for (const m of code.matchAll(/\bkeys\.([A-Za-z_]\w*)/g)) {
     if (!keyNames.includes(m[1])) throw new Error(`lua/${file}: keys.${m[1]} is not in the header's KEYS`);

@@ -67,6 +67,36 @@ describe("ingest: dedup and append", () => {
     expect((await matchOne(h, first)).status).toBe("buffered");
   });
 
+  it("an event record carries its match key's index key; a record without it (earlier versions) matches the same", async () => {
+    const h = makeStore({ partitions: 1 });
+    const waitFor = async (runId: string, correlationId: string) =>
+      (await h.store.register("acme", { runId, position: "p", eventType: "job.done", correlationId })).wait;
+    const k = h.store.keys.partition(0);
+    for (const [n, keepIk] of [
+      [1, true],
+      [2, false],
+    ] as const) {
+      const corr = `job-ik-${n}`;
+      const ik = h.store.keys.indexKey("acme", "job.done", corr);
+      expect(ik).toHaveLength(12);
+      const wait = await waitFor(`run-${n}`, corr);
+      const late = await waitFor(`run-late-${n}`, corr);
+      await h.store.cancel("acme", late.id);
+      const ingested = await ingestOne(h, event(`ik-${n}`, corr));
+      const raw = JSON.parse(String(await h.redis.hget(k.events, `e:${ingested.eventKey}`)));
+      expect(raw.ik).toBe(ik);
+      if (!keepIk) {
+        delete raw.ik;
+        await h.redis.hset(k.events, `e:${ingested.eventKey}`, JSON.stringify(raw));
+      }
+      expect(await matchOne(h, ingested)).toMatchObject({ status: "matched", matched: [wait.id], late: [late.id] });
+      expect(await h.redis.zrangebylex(k.waiting, `[${ik}`, `(${ik}\xff`)).toEqual([]);
+      const done = await h.redis.zrangebylex(k.done, `[${ik}`, `(${ik}\xff`);
+      expect(done.sort()).toEqual([wait.id, late.id].map((id) => ik + id.slice(id.indexOf(".") + 1)).sort());
+      expect((await h.store.getWait("acme", wait.id))?.state).toBe("resolved");
+    }
+  });
+
   it("the same event id with other content is a conflict, whatever the type or correlation id", async () => {
     const h = makeStore();
     await ingestOne(h, event("e1", "job-1"));

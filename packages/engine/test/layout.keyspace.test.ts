@@ -72,6 +72,24 @@ describe("key layout", () => {
     }
   });
 
+  it("the helpers marked --@inline are written at their call sites, not defined on every call", () => {
+    const marked = new Set<string>();
+    for (const file of ["hash-records", "event-record", "wait-record", "wait-index", "ids", "inbox", "expiry"]) {
+      const lua = readFileSync(new URL(`../lua/includes/${file}.lua`, import.meta.url), "utf8");
+      for (const m of lua.matchAll(/^--@inline\nlocal function ([A-Za-z_]\w*)/gm)) marked.add(m[1] as string);
+    }
+    expect(marked.size).toBeGreaterThan(10);
+    for (const [name, def] of Object.entries(luaScripts)) {
+      expect(def.lua, name).not.toMatch(/--@inline/);
+      const code = def.lua.replace(/--\[\[[\s\S]*?\]\]/g, "").replace(/--.*$/gm, "");
+      for (const helper of marked) expect(code, `${name}: ${helper}`).not.toMatch(new RegExp(`\\b${helper}\\b`));
+    }
+    // what the match script's helpers define on every call: a few closures, no table
+    const helpers = luaScripts.matchEvent.lua.slice(0, luaScripts.matchEvent.lua.indexOf("local keys = {"));
+    expect([...helpers.matchAll(/^local function (\w+)/gm)].length).toBeLessThanOrEqual(12);
+    expect(helpers).not.toMatch(/^local [\w, ]+= \{/m);
+  });
+
   it("the Lua outcome codes mirror the TypeScript table", () => {
     const lua = readFileSync(new URL("../lua/includes/codes.lua", import.meta.url), "utf8");
     const found: Record<string, number> = {};

@@ -6,39 +6,47 @@
 ]]
 --@include "parts"
 
--- The base64url character code of a 6-bit value (A-Z a-z 0-9 - _).
-local function b64Code(v)
-  if v < 26 then
-    return v + 65
-  elseif v < 52 then
-    return v + 71
-  elseif v < 62 then
-    return v - 4
+-- The last index key computed or given, and its encoded match key: a script mostly
+-- handles one match key (no memo table built per call).
+local lastMk, lastIk = nil, nil
+
+-- The 12-character index key of an encoded match key. `known`, when not nil, is that key
+-- as the caller has it already (an event record carries it, computed at ingest): it is
+-- remembered, so a later call for mk (the wait's index member) computes no digest.
+local function indexKey(mk, known)
+  if mk == lastMk then
+    return lastIk
   end
-  return v == 62 and 45 or 95
-end
-
--- 24 bits of SHA-1 as 4 base64url characters (src/keys.ts computes the same). Arithmetic
--- and one string.char: each string op or C call costs about 1,000 Redis instructions.
-local function digest4(s)
-  local n = tonumber(string.sub(redis.sha1hex(s), 1, 6), 16)
-  local d = n % 64
-  n = (n - d) / 64
-  local c = n % 64
-  n = (n - c) / 64
-  local b = n % 64
-  return string.char(b64Code((n - b) / 64), b64Code(b), b64Code(c), b64Code(d))
-end
-
-local indexKeys = {}
--- The 12-character index key of an encoded match key (memoized per call).
-local function indexKey(mk)
-  local ik = indexKeys[mk]
+  local ik = known
   if ik == nil then
+    -- (defined here, so that scripts whose index keys come computed do not build them)
+    -- The base64url character code of a 6-bit value (A-Z a-z 0-9 - _).
+    local function b64Code(v)
+      if v < 26 then
+        return v + 65
+      elseif v < 52 then
+        return v + 71
+      elseif v < 62 then
+        return v - 4
+      end
+      return v == 62 and 45 or 95
+    end
+    -- 24 bits of SHA-1 as 4 base64url characters (src/formats/index-members.ts computes
+    -- the same). Arithmetic and one string.char: each string op or C call costs about
+    -- 1,000 Redis instructions.
+    local function digest4(s)
+      local n = tonumber(string.sub(redis.sha1hex(s), 1, 6), 16)
+      local d = n % 64
+      n = (n - d) / 64
+      local c = n % 64
+      n = (n - c) / 64
+      local b = n % 64
+      return string.char(b64Code((n - b) / 64), b64Code(b), b64Code(c), b64Code(d))
+    end
     local t = skipParts(mk, 1)
     local tt = skipParts(mk, 1, t)
     ik = digest4(string.sub(mk, 1, t - 1)) .. digest4(string.sub(mk, 1, tt - 1)) .. digest4(mk)
-    indexKeys[mk] = ik
   end
+  lastMk, lastIk = mk, ik
   return ik
 end

@@ -1,7 +1,8 @@
 --[[
   The events hash of a partition holds two records per event key: its event record
   in field "e:<eventKey>" and its dedup record in field "d:<eventKey>".
-  Event records are JSON {pr, id, mk, oa?, pl?, rt, sid, at, st, ...}; states: p pending
+  Event records are JSON {pr, id, mk, ik?, oa?, pl?, rt, sid, at, st, ...} (ik: the
+  index key of mk, computed at ingest; older records lack it); states: p pending
   (appended, not matched yet), m matched, b buffered, l late (and buffered), x expired.
   Dedup records are "<content hash>|<match partition>"; a dedup record may also be
   JSON {h = content hash, mp = match partition}, read as the same text.
@@ -9,14 +10,17 @@
 --@include "hash-records"
 --@include "packed"
 
+--@inline
 local function loadEvent(eventsKey, eventKey)
   return loadJson(eventsKey, "e:" .. eventKey)
 end
 
+--@inline
 local function saveEvent(eventsKey, eventKey, ev)
   saveJson(eventsKey, "e:" .. eventKey, ev)
 end
 
+--@inline
 local function deleteEvent(eventsKey, eventKey)
   redis.call("HDEL", eventsKey, "e:" .. eventKey)
 end
@@ -56,11 +60,13 @@ local function pendingEvent(raw)
 end
 
 -- Is the event buffered (in the inbox, for a later wait of its match key)?
+--@inline
 local function isBuffered(ev)
   return ev["st"] == "b" or ev["st"] == "l"
 end
 
 -- What a wait's timeline and late list record of an event.
+--@inline
 local function eventRef(ev)
   return { pr = ev["pr"], id = ev["id"], at = ev["at"], sid = ev["sid"] }
 end
@@ -71,6 +77,7 @@ local function loadDedupRows(eventsKey, packed)
   return loadPackedRows(eventsKey, packed, "d:")
 end
 
+--@inline
 local function deleteDedup(eventsKey, eventKey)
   redis.call("HDEL", eventsKey, "d:" .. eventKey)
 end

@@ -9,6 +9,7 @@
     j matchKey        the refusals recorded for a match key
 ]]
 
+--@inline
 local function scheduleExpiry(expiryKey, score, kind, body)
   redis.call("ZADD", expiryKey, score, kind .. ":" .. body)
 end

@@ -12,10 +12,12 @@ local function loadField(hashKey, field, decode)
   return decode(raw)
 end
 
+--@inline
 local function loadJson(hashKey, field)
   return loadField(hashKey, field, cjson.decode)
 end
 
+--@inline
 local function saveJson(hashKey, field, value)
   redis.call("HSET", hashKey, field, cjson.encode(value))
 end

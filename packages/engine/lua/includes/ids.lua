@@ -16,6 +16,7 @@ local function padMs(ms)
 end
 
 -- The body of a wait id: what follows "w<partition>.".
+--@inline
 local function waitIdBody(waitId)
   return string.sub(waitId, string.find(waitId, ".", 1, true) + 1)
 end

@@ -7,6 +7,7 @@
 --@include "ids"
 
 -- The inbox member of an event of match key mk accepted as stream entry sid.
+--@inline
 local function inboxMember(mk, sid, eventKey)
   return mk .. padId(sid) .. eventKey
 end
@@ -17,6 +18,7 @@ local function bufferedSince(inboxKey, mk, sinceMs, limit)
 end
 
 -- The event key of an inbox member of match key mk (after its 26-character padded id).
+--@inline
 local function inboxEventKey(member, mk)
   return string.sub(member, #mk + 27)
 end

@@ -11,13 +11,14 @@
 --@include "expiry"
 
 -- Returns the stored record text (what the transitions reply: no second encode).
-local function settleWait(keys, waitId, wait, state, resolution, historyEntry, now, retentionMs)
+-- `member`, when not nil, is the wait's index member as the caller read it.
+local function settleWait(keys, waitId, wait, state, resolution, historyEntry, now, retentionMs, member)
   wait["s"] = state
   wait["res"] = resolution
   pushHistory(wait, historyEntry)
   local record = encodeWait(wait)
   redis.call("HSET", keys.waits, waitId, record)
-  local member = waitMember(wait, waitId)
+  member = member or waitMember(wait, waitId)
   redis.call("ZREM", keys.waiting, member)
   redis.call("ZADD", keys.done, "0", member)
   if wait["dl"] ~= nil then

@@ -7,11 +7,13 @@
 --@include "ids"
 
 -- A wait's member in the waiting / done index.
+--@inline
 local function waitMember(wait, waitId)
   return indexKey(wait["mk"]) .. waitIdBody(waitId)
 end
 
 -- The wait id of an index member, given the partition's "w<partition>." prefix.
+--@inline
 local function memberWaitId(idPrefix, member)
   return idPrefix .. string.sub(member, 13)
 end

@@ -53,17 +53,28 @@ export function parseWaitId(waitId: string): { partition: number; positionDigest
   return m ? { partition: Number(m[1]), positionDigest: m[2] as string } : null;
 }
 
+/** Most (tenant, type) index-key prefixes remembered (a cache: cleared when full). */
+const TYPE_PREFIXES_KEPT = 4096;
+const typePrefixes = new Map<string, string>();
+
 /**
  * The index key of a tenant, (tenant, type) or match key in the wait indexes: 4, 8 or
  * 12 characters (4-character digests of each level; see indexKey in
- * lua/includes/digests.lua, which computes the same from an encoded match key).
+ * lua/includes/digests.lua, which computes the same from an encoded match key). Ingest
+ * computes one per event for its event record, so the (tenant, type) prefix is remembered.
  */
 export function indexKey(tenant: string, eventType?: string, correlationId?: string): string {
-  let ik = digest4(encodeParts(tenant));
-  if (eventType === undefined) return ik;
-  ik += digest4(encodeParts(tenant, eventType));
-  if (correlationId === undefined) return ik;
-  return ik + digest4(encodeParts(tenant, eventType, correlationId));
+  if (eventType === undefined) return digest4(encodeParts(tenant));
+  const tenantType = encodeParts(tenant, eventType);
+  let prefix = typePrefixes.get(tenantType);
+  if (prefix === undefined) {
+    prefix = digest4(encodeParts(tenant)) + digest4(tenantType);
+    if (typePrefixes.size >= TYPE_PREFIXES_KEPT) typePrefixes.clear();
+    typePrefixes.set(tenantType, prefix);
+  }
+  if (correlationId === undefined) return prefix;
+  // (the encoded match key is the encoded (tenant, type) followed by the encoded correlation id)
+  return prefix + digest4(tenantType + encodeParts(correlationId));
 }
 
 /** The wait id a wait-index member of `partition` names. */

@@ -71,6 +71,7 @@ export class IngestSystem {
         payloadJson,
         eventKey,
         matchKey,
+        indexKey: keys.indexKey(tenant, e.type, e.correlationId),
         eventPartition: keys.partition(keys.place(eventKey)),
         matchPartition,
         dedup: dedupRecord(digest(content, 22), matchPartition),

@@ -112,6 +112,7 @@ export class WaitsSystem {
         sinceMs,
         retentionMs: config.retentionMs,
         now: this.ctx.now(),
+        indexKey: keys.indexKey(tenant, spec.eventType, spec.correlationId),
       }),
     );
     return registerWaitResult(waitId, reply);

@@ -15,6 +15,8 @@ export interface RegisterWaitArgs {
   sinceMs?: number;
   retentionMs: number;
   now?: number;
+  /** the index key of the record's match key (formats/index-members.ts indexKey): the script computes none */
+  indexKey?: string;
 }
 
 export function registerWaitCall(k: PartitionKeys, a: RegisterWaitArgs): ScriptCall {
@@ -26,6 +28,7 @@ export function registerWaitCall(k: PartitionKeys, a: RegisterWaitArgs): ScriptC
     sinceMs: a.sinceMs ?? "",
     retentionMs: a.retentionMs,
     now: clock(a.now),
+    indexKey: a.indexKey ?? "",
   });
 }
 
