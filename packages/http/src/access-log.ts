@@ -1,0 +1,87 @@
+/**
+ * The access log: one pino line per answered request (`RENDEZVOUS_ACCESS_LOG`: `on` every
+ * request, `errors` those answered 4xx/5xx, `off` none). A line holds what the request was
+ * and who made it, never a credential, a header value or a body: the method, the route
+ * pattern (not the URL: a query string is the caller's), the status, the duration, the
+ * bytes in and out as declared by content-length, the client address, the request id, and
+ * the tenant and producer or host the credential proved (none for a refused credential).
+ */
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from "fastify";
+import type { ProducerHeaders } from "./auth.js";
+
+export const ACCESS_LOG_MODES = ["on", "errors", "off"] as const;
+export type AccessLogMode = (typeof ACCESS_LOG_MODES)[number];
+
+/** The line's fields (docs/operations.md, "Access log"). */
+export interface AccessLine {
+  reqId: string;
+  method: string;
+  route: string;
+  status: number;
+  /** arrival → answer sent, ms (two decimals) */
+  ms: number;
+  /** request body bytes as declared (content-length), when declared */
+  bytesIn?: number;
+  /** answer bytes (content-length), when known */
+  bytesOut?: number;
+  /** the socket's remote address */
+  client: string | undefined;
+  tenant?: string;
+  producer?: string;
+  /** the admin token was the credential */
+  admin?: true;
+}
+
+interface Identified {
+  producerHeaders?: ProducerHeaders | null;
+  identity?: { kind: "host"; tenant: string } | { kind: "admin" } | null;
+}
+
+function declaredBytes(value: unknown): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  return Number.isSafeInteger(n) && n >= 0 ? n : undefined;
+}
+
+/** The line of one answered request. */
+export function accessLine(request: FastifyRequest, reply: FastifyReply, route: string, method: string): AccessLine {
+  const status = reply.statusCode;
+  const line: AccessLine = {
+    reqId: String(request.id),
+    method,
+    route,
+    status,
+    ms: Math.round(reply.elapsedTime * 100) / 100,
+    client: request.socket?.remoteAddress,
+  };
+  const bytesIn = declaredBytes(request.headers["content-length"]);
+  if (bytesIn !== undefined) line.bytesIn = bytesIn;
+  const bytesOut = declaredBytes(reply.getHeader("content-length"));
+  if (bytesOut !== undefined) line.bytesOut = bytesOut;
+  // a 401 names no one: the headers may have named a producer whose signature then failed
+  if (status !== 401) {
+    const who = request as unknown as Identified;
+    const producer = who.producerHeaders?.identity;
+    if (producer) {
+      line.tenant = producer.tenant;
+      line.producer = producer.producer;
+    } else if (who.identity?.kind === "host") line.tenant = who.identity.tenant;
+    else if (who.identity?.kind === "admin") line.admin = true;
+  }
+  return line;
+}
+
+export class AccessLog {
+  readonly #logger: FastifyBaseLogger;
+  readonly #minStatus: number;
+
+  constructor(logger: FastifyBaseLogger, mode: Exclude<AccessLogMode, "off">) {
+    this.#logger = logger.child({ system: "access" });
+    this.#minStatus = mode === "errors" ? 400 : 0;
+  }
+
+  write(request: FastifyRequest, reply: FastifyReply, route: string, method: string): void {
+    if (reply.statusCode < this.#minStatus) return;
+    this.#logger.info(accessLine(request, reply, route, method), "request");
+  }
+}
