@@ -76,7 +76,9 @@ export class AccessLog {
   readonly #minStatus: number;
 
   constructor(logger: FastifyBaseLogger, mode: Exclude<AccessLogMode, "off">) {
-    this.#logger = logger.child({ system: "access" });
+    // Without the root's redaction (a wildcard path walk per line, ~8 of ~11 µs): the line is
+    // built from the fields above only, none of them a credential, a header or a body.
+    this.#logger = logger.child({ system: "access" }, { redact: [] });
     this.#minStatus = mode === "errors" ? 400 : 0;
   }
 
