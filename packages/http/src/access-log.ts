@@ -1,6 +1,7 @@
 /**
  * The access log: one pino line per answered request (`RENDEZVOUS_ACCESS_LOG`: `on` every
- * request, `errors` those answered 4xx/5xx, `off` none). A line holds what the request was
+ * request, `errors` those answered 5xx and up to ERRORS_4XX_PER_SEC a second of those answered
+ * 4xx, `off` none). A line holds what the request was
  * and who made it, never a credential, a header value or a body: the method, the route
  * pattern (not the URL: a query string is the caller's), the status, the duration, the
  * bytes in and out as declared by content-length, the client address, the request id, and
@@ -71,19 +72,56 @@ export function accessLine(request: FastifyRequest, reply: FastifyReply, route: 
   return line;
 }
 
+/**
+ * 4xx lines `errors` writes per second at most: a client can make refusals (401, 413, 429) as
+ * fast as it sends, and the log must not become its amplifier. `on` writes every line.
+ */
+export const ERRORS_4XX_PER_SEC = 100;
+
 export class AccessLog {
   readonly #logger: FastifyBaseLogger;
-  readonly #minStatus: number;
+  readonly #errorsOnly: boolean;
+  readonly #now: () => number;
+  #second = 0;
+  #written4xx = 0;
+  #skipped4xx = 0;
 
-  constructor(logger: FastifyBaseLogger, mode: Exclude<AccessLogMode, "off">) {
+  constructor(logger: FastifyBaseLogger, mode: Exclude<AccessLogMode, "off">, now: () => number = Date.now) {
     // Without the root's redaction (a wildcard path walk per line, ~8 of ~11 µs): the line is
     // built from the fields above only, none of them a credential, a header or a body.
     this.#logger = logger.child({ system: "access" }, { redact: [] });
-    this.#minStatus = mode === "errors" ? 400 : 0;
+    this.#errorsOnly = mode === "errors";
+    this.#now = now;
   }
 
   write(request: FastifyRequest, reply: FastifyReply, route: string, method: string): void {
-    if (reply.statusCode < this.#minStatus) return;
+    const status = reply.statusCode;
+    if (this.#errorsOnly) {
+      if (status < 400) return;
+      if (status < 500 && !this.#take4xx()) return;
+    }
     this.#logger.info(accessLine(request, reply, route, method), "request");
+  }
+
+  /** Whether this second still has room for a 4xx line (says what the last second skipped). */
+  #take4xx(): boolean {
+    const second = Math.floor(this.#now() / 1000);
+    if (second !== this.#second) {
+      if (this.#skipped4xx > 0) {
+        this.#logger.warn(
+          { skipped4xx: this.#skipped4xx },
+          `access log: 4xx lines over ${ERRORS_4XX_PER_SEC}/s skipped`,
+        );
+      }
+      this.#second = second;
+      this.#written4xx = 0;
+      this.#skipped4xx = 0;
+    }
+    if (this.#written4xx < ERRORS_4XX_PER_SEC) {
+      this.#written4xx++;
+      return true;
+    }
+    this.#skipped4xx++;
+    return false;
   }
 }

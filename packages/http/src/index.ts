@@ -1,4 +1,11 @@
-export { ACCESS_LOG_MODES, type AccessLine, AccessLog, type AccessLogMode, accessLine } from "./access-log.js";
+export {
+  ACCESS_LOG_MODES,
+  type AccessLine,
+  AccessLog,
+  type AccessLogMode,
+  accessLine,
+  ERRORS_4XX_PER_SEC,
+} from "./access-log.js";
 export * from "./admin.js";
 export * from "./app.js";
 export {

@@ -32,7 +32,7 @@ export const Env = z.object({
    */
   LOG_LEVEL: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
   /**
-   * The access log: a line per request (`on`), per request answered 4xx/5xx (`errors`), or none (`off`).
+   * The access log: a line per request (`on`), per request answered 5xx and up to 100 a second answered 4xx (`errors`), or none (`off`).
    * @defaultValue "errors"
    */
   RENDEZVOUS_ACCESS_LOG: z.enum(ACCESS_LOG_MODES).default("errors"),

@@ -7,7 +7,7 @@
  */
 
 import { createResources, parseConfig } from "@rendezvous/engine";
-import { buildApp } from "@rendezvous/http";
+import { AccessLog, buildApp, ERRORS_4XX_PER_SEC } from "@rendezvous/http";
 import { type CliProcess, redisUrl, spawnCli, trackOpen, uniquePrefix } from "@rendezvous/testkit";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -255,5 +255,24 @@ describe("RENDEZVOUS_ACCESS_LOG", () => {
         await res.close();
       }
     }
+  });
+
+  it("`errors` writes at most ERRORS_4XX_PER_SEC 4xx lines a second, says how many it skipped, and every 5xx", () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = pino({ level: "info" }, { write: (l: string) => lines.push(JSON.parse(l)) });
+    const clock = { now: 1_900_000_000_000 };
+    const log = new AccessLog(logger as never, "errors", () => clock.now);
+    const request = { id: "r", headers: {}, socket: { remoteAddress: "10.0.0.1" } } as never;
+    const answer = (statusCode: number) => ({ statusCode, elapsedTime: 1, getHeader: () => undefined }) as never;
+    for (let i = 0; i < ERRORS_4XX_PER_SEC + 50; i++) log.write(request, answer(401), "/v1/events", "POST");
+    log.write(request, answer(503), "/v1/events", "POST");
+    log.write(request, answer(202), "/v1/events", "POST");
+    expect(lines.filter((l) => l.status === 401)).toHaveLength(ERRORS_4XX_PER_SEC);
+    expect(lines.filter((l) => l.status === 503)).toHaveLength(1);
+    expect(lines.filter((l) => l.status === 202)).toHaveLength(0);
+    clock.now += 1000;
+    log.write(request, answer(404), "unmatched", "GET");
+    expect(lines.find((l) => l.skipped4xx !== undefined)).toMatchObject({ skipped4xx: 50, system: "access" });
+    expect(lines.at(-1)).toMatchObject({ status: 404, route: "unmatched", client: "10.0.0.1" });
   });
 });
