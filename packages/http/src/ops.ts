@@ -3,7 +3,7 @@
  * takes writes, roles running), /metrics (Prometheus). No credentials.
  */
 
-import { PartitionReader, type Resources } from "@rendezvous/engine";
+import { type PartitionBacklog, PartitionReader, type Resources } from "@rendezvous/engine";
 import { errorResponses, RendezvousError } from "@rendezvous/protocol";
 import type { FastifyInstance } from "fastify";
 import { collectDefaultMetrics, Gauge, type Registry } from "prom-client";
@@ -65,8 +65,9 @@ export function installStateGauges(res: Resources): void {
       this.set({ state: "settled", tenant: OTHER_TENANTS }, Math.max(0, settled));
     },
   });
-  // one backlog read per scrape sets both gauges: the first registered collects for
-  // both (prom-client collects and serialises metrics in registration order)
+  // one backlog read per scrape serves both gauges: prom-client starts the collects of a scrape
+  // together, in registration order, so the second awaits the read the first started
+  let backlog: Promise<PartitionBacklog[]> | null = null;
   new Gauge({
     name: "rendezvous_stream_lag",
     help: "Unprocessed stream entries per partition (undelivered + pending; an entry holds the events of one ingest call)",
@@ -74,18 +75,22 @@ export function installStateGauges(res: Resources): void {
     registers: [registry],
     async collect() {
       if (!connected(res)) return; // keep the last values rather than hang the scrape
-      for (const b of await reader.backlog()) {
-        const partition = String(b.partition);
-        this.set({ partition }, Math.max(0, b.undelivered) + b.pending);
-        oldestAge.set({ partition }, (b.oldestUnprocessedAgeMs ?? 0) / 1000);
-      }
+      const read = reader.backlog();
+      backlog = read;
+      for (const b of await read) this.set({ partition: String(b.partition) }, Math.max(0, b.undelivered) + b.pending);
     },
   });
-  const oldestAge = new Gauge({
+  new Gauge({
     name: "rendezvous_oldest_unprocessed_age_seconds",
     help: "Age of the oldest unprocessed event per partition",
     labelNames: ["partition"],
     registers: [registry],
+    async collect() {
+      const read = backlog;
+      backlog = null;
+      if (!read) return; // keep the last values
+      for (const b of await read) this.set({ partition: String(b.partition) }, (b.oldestUnprocessedAgeMs ?? 0) / 1000);
+    },
   });
 }
 

@@ -167,6 +167,10 @@ describe("metrics and the access log after a small workload", () => {
       le: "10",
     });
     expect(fast).toBe(5);
+    const age = value(m, "rendezvous_queue_oldest_waiting_age_seconds", { queue: "continuations.acme" });
+    expect(age).toBeGreaterThanOrEqual(0);
+    expect(age).toBeLessThan(60);
+    expect(value(m, "rendezvous_queue_oldest_waiting_age_seconds", { queue: "timeouts" })).toBe(0);
     // every state of every queue, the empty ones at 0
     for (const queue of ["continuations.acme", "continuations.beta", "timeouts", "webhooks"]) {
       for (const state of ["waiting", "active", "delayed", "completed", "failed"]) {
