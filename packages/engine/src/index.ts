@@ -37,7 +37,7 @@ export { explainWait } from "./inspect.js";
 export { DISPATCHER_GROUP, KeyLayout, MATCHER_GROUP, type PartitionKeys } from "./keys.js";
 export { ListGate, ListLease } from "./list-gate.js";
 export { createLogger, type Logger, REDACT_PATHS } from "./logger.js";
-export { createMetrics, type Metrics } from "./metrics.js";
+export { createMetrics, type Metrics, UNKNOWN_TENANT } from "./metrics.js";
 export { MAX_REST_MS, Pacer } from "./pacer.js";
 export type { PartitionBacklog } from "./reads/backlog.js";
 export { listWaitsOfTenants, type RecentRejection, type TenantWaitCounts } from "./reads/console-reads.js";

@@ -10,8 +10,8 @@ export interface Metrics {
   readonly eventsAccepted: Counter<"tenant">;
   /** events answered as duplicates, by tenant */
   readonly eventsDuplicate: Counter<"tenant">;
-  /** events refused, by reason (an docs/api.md error code) */
-  readonly eventsRejected: Counter<"reason">;
+  /** events refused, by reason (an docs/api.md error code) and tenant ({@link UNKNOWN_TENANT} before one is known) */
+  readonly eventsRejected: Counter<"reason" | "tenant">;
   /** waits settled, by kind (event, timeout, cancel, deliver) and tenant */
   readonly resolutions: Counter<"kind" | "tenant">;
   /** events recorded as late on a wait */
@@ -23,6 +23,12 @@ export interface Metrics {
   /** continuations handed to a queue or webhook, by channel */
   readonly continuationsDispatched: Counter<"channel">;
 }
+
+/**
+ * The `tenant` label of a refusal made before any configured tenant is known (a credential that
+ * names none, a body refused before its credential is read): a caller's claim is never a label value.
+ */
+export const UNKNOWN_TENANT = "unknown";
 
 export function createMetrics(registry: Registry = new Registry()): Metrics {
   const on = { registers: [registry] };
@@ -42,8 +48,8 @@ export function createMetrics(registry: Registry = new Registry()): Metrics {
     }),
     eventsRejected: new Counter({
       name: "rendezvous_events_rejected_total",
-      help: "Events refused, by reason",
-      labelNames: ["reason"],
+      help: "Events refused, by reason and tenant",
+      labelNames: ["reason", "tenant"],
       ...on,
     }),
     resolutions: new Counter({

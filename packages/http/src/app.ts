@@ -10,6 +10,7 @@ import { RendezvousError } from "@rendezvous/protocol";
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, LogController } from "fastify";
 import { hasZodFastifySchemaValidationErrors, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import { z } from "zod";
+import { AccessLog, type AccessLogMode } from "./access-log.js";
 import { adminQueues, BOARD_PATH } from "./admin.js";
 import { indexCredentials } from "./auth.js";
 import { BodyBudget, DEFAULT_BODY_BUDGET, effectiveBodyBudget, HOST_BODY_LIMIT, limitRequestBodies } from "./bodies.js";
@@ -19,10 +20,12 @@ import { consoleRoutes } from "./console.js";
 import { continuationRoutes } from "./continuation-routes.js";
 import { hostRoutes } from "./host-routes.js";
 import { frameworkErrors, lingerAfterTooLarge, redisUnavailable, sendApiError, toApiError } from "./http-errors.js";
+import { HttpMetrics, methodOf, routeOf } from "./http-metrics.js";
 import { DEFAULT_HTTP_LIMITS, type HttpLimits, limitOptions } from "./limits.js";
 import { openapiOptions, recordRoutes } from "./openapi.js";
-import { opsRoutes } from "./ops.js";
+import { installProcessMetrics, opsRoutes } from "./ops.js";
 import { ingestRoutes } from "./producers/routes.js";
+import { installQueueGauges } from "./queue-metrics.js";
 import { lazyChildLogger } from "./request-logger.js";
 import { clientAborted } from "./unread-body.js";
 
@@ -47,6 +50,10 @@ export interface AppDeps {
    * largest body a route accepts) @defaultValue DEFAULT_BODY_BUDGET
    */
   bodyBudget?: BodyBudgetOptions;
+  /** which requests the access log writes a line for (RENDEZVOUS_ACCESS_LOG) @defaultValue "off" */
+  accessLog?: AccessLogMode;
+  /** serve prom-client's process metrics, labelled with the roles @defaultValue false */
+  processMetrics?: boolean;
 }
 
 interface Issue {
@@ -85,6 +92,24 @@ function drain(app: FastifyInstance): void {
   app.addHook("onSend", (_request, reply, payload, done) => {
     if (closing) void reply.header("connection", "close");
     done(null, payload);
+  });
+}
+
+/**
+ * The request metrics and the access log, from one `onResponse` hook on every request (a
+ * 404 and a request the drain refuses too). Call before any route or plugin is registered.
+ */
+function observeRequests(app: FastifyInstance, deps: AppDeps, root: FastifyBaseLogger): void {
+  const metrics = new HttpMetrics(deps.res.metrics.registry);
+  const mode = deps.accessLog ?? "off";
+  const access = mode === "off" ? null : new AccessLog(root, mode);
+  // a callback hook: no promise per request
+  app.addHook("onResponse", (request, reply, done) => {
+    const route = routeOf(request);
+    const method = methodOf(request);
+    metrics.record(route, method, reply);
+    access?.write(request, reply, route, method);
+    done();
   });
 }
 
@@ -140,7 +165,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     return reply.code(404).send(err.toJSON());
   });
 
+  observeRequests(app, deps, res.logger as FastifyBaseLogger);
   drain(app);
+  installQueueGauges(res, deps.queueNames ?? []);
+  if (deps.processMetrics) installProcessMetrics(res.metrics.registry, deps.roles.join("+"));
   const budget = new BodyBudget(effectiveBodyBudget(deps.bodyBudget ?? DEFAULT_BODY_BUDGET, res.config));
   limitRequestBodies(app, budget, res.metrics.registry);
   // the document sees the routes registered after it: the operations routes too

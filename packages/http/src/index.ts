@@ -1,3 +1,11 @@
+export {
+  ACCESS_LOG_MODES,
+  type AccessLine,
+  AccessLog,
+  type AccessLogMode,
+  accessLine,
+  ERRORS_4XX_PER_SEC,
+} from "./access-log.js";
 export * from "./admin.js";
 export * from "./app.js";
 export {
@@ -40,6 +48,7 @@ export {
   sendApiError,
   toApiError,
 } from "./http-errors.js";
+export { HttpMetrics, methodOf, routeOf, UNMATCHED_ROUTE } from "./http-metrics.js";
 export { jsonBytesOver } from "./json-bounds.js";
 export * from "./limits.js";
 export * from "./openapi.js";
@@ -56,6 +65,7 @@ export {
   parseJsonBody,
   type Refused,
 } from "./producers/validation.js";
+export * from "./queue-metrics.js";
 export { RateLimiter, type Take } from "./rate-limit.js";
 export * from "./readiness.js";
 export { clientAborted, closeUnreadBodies } from "./unread-body.js";

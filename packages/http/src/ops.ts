@@ -3,10 +3,10 @@
  * takes writes, roles running), /metrics (Prometheus). No credentials.
  */
 
-import { PartitionReader, type Resources } from "@rendezvous/engine";
+import { type PartitionBacklog, PartitionReader, type Resources } from "@rendezvous/engine";
 import { errorResponses, RendezvousError } from "@rendezvous/protocol";
 import type { FastifyInstance } from "fastify";
-import { Gauge } from "prom-client";
+import { collectDefaultMetrics, Gauge, type Registry } from "prom-client";
 import { z } from "zod";
 import { RedisReadiness } from "./readiness.js";
 
@@ -19,32 +19,55 @@ export interface OpsOptions {
 
 const installed = new WeakSet<object>();
 
+/**
+ * Tenants with their own `rendezvous_waits` series (the first of the config; each costs
+ * 2 × partitions ZLEXCOUNTs per scrape); the waits of the others count under `other`.
+ */
+export const WAIT_TENANT_SERIES = 100;
+const OTHER_TENANTS = "other";
+
 /** The command connection is up (else a command waits through the reconnection attempts). */
 const connected = (res: Resources): boolean => res.redis.status === "ready";
 
 /**
  * Gauges read from Redis at scrape time (pipelined over the partitions, per slot on a cluster): waits by
- * state (waiting / settled and still retained) and stream lag per partition.
+ * state (waiting / settled and still retained) and tenant, and stream lag per partition.
  */
 export function installStateGauges(res: Resources): void {
   const registry = res.metrics.registry;
   if (installed.has(registry)) return;
   installed.add(registry);
   const reader = new PartitionReader(res.store);
+  const counted = Object.keys(res.config.tenants).slice(0, WAIT_TENANT_SERIES);
   new Gauge({
     name: "rendezvous_waits",
-    help: "Waits by state: waiting, or settled and still retained",
-    labelNames: ["state"],
+    help: "Waits by state (waiting, or settled and still retained) and tenant",
+    labelNames: ["state", "tenant"],
     registers: [registry],
     async collect() {
       if (!connected(res)) return; // keep the last values rather than hang the scrape
-      const { waiting, settled } = await reader.waitTotals();
-      this.set({ state: "waiting" }, waiting);
-      this.set({ state: "settled" }, settled);
+      // a failed per-tenant read keeps the last values (the totals count an unread partition 0)
+      const [totals, perTenant] = await Promise.all([
+        reader.waitTotals(),
+        reader.countWaits(counted).catch(() => null),
+      ]);
+      if (perTenant === null) return;
+      let waiting = totals.waiting;
+      let settled = totals.settled;
+      for (const c of perTenant) {
+        this.set({ state: "waiting", tenant: c.tenant }, c.waiting);
+        this.set({ state: "settled", tenant: c.tenant }, c.settled);
+        waiting -= c.waiting;
+        settled -= c.settled;
+      }
+      // tenants past the bound, and waits of tenants no longer configured
+      this.set({ state: "waiting", tenant: OTHER_TENANTS }, Math.max(0, waiting));
+      this.set({ state: "settled", tenant: OTHER_TENANTS }, Math.max(0, settled));
     },
   });
-  // one backlog read per scrape sets both gauges: the first registered collects for
-  // both (prom-client collects and serialises metrics in registration order)
+  // one backlog read per scrape serves both gauges: prom-client starts the collects of a scrape
+  // together, in registration order, so the second awaits the read the first started
+  let backlog: Promise<PartitionBacklog[]> | null = null;
   new Gauge({
     name: "rendezvous_stream_lag",
     help: "Unprocessed stream entries per partition (undelivered + pending; an entry holds the events of one ingest call)",
@@ -52,19 +75,36 @@ export function installStateGauges(res: Resources): void {
     registers: [registry],
     async collect() {
       if (!connected(res)) return; // keep the last values rather than hang the scrape
-      for (const b of await reader.backlog()) {
-        const partition = String(b.partition);
-        this.set({ partition }, Math.max(0, b.undelivered) + b.pending);
-        oldestAge.set({ partition }, (b.oldestUnprocessedAgeMs ?? 0) / 1000);
-      }
+      const read = reader.backlog();
+      backlog = read;
+      for (const b of await read) this.set({ partition: String(b.partition) }, Math.max(0, b.undelivered) + b.pending);
     },
   });
-  const oldestAge = new Gauge({
+  new Gauge({
     name: "rendezvous_oldest_unprocessed_age_seconds",
     help: "Age of the oldest unprocessed event per partition",
     labelNames: ["partition"],
     registers: [registry],
+    async collect() {
+      const read = backlog;
+      backlog = null;
+      if (!read) return; // keep the last values
+      for (const b of await read) this.set({ partition: String(b.partition) }, (b.oldestUnprocessedAgeMs ?? 0) / 1000);
+    },
   });
+}
+
+const processMetrics = new WeakSet<object>();
+
+/**
+ * prom-client's default metrics of the process (`process_*`, `nodejs_*`: CPU, memory, event
+ * loop lag, GC, handles), labelled with the process's `role` (e.g. `api`, `matcher`,
+ * `api+matcher+scheduler+dispatcher` for `start`). Once per registry.
+ */
+export function installProcessMetrics(registry: Registry, role: string): void {
+  if (processMetrics.has(registry)) return;
+  processMetrics.add(registry);
+  collectDefaultMetrics({ register: registry, labels: { role } });
 }
 
 const Health = z.object({ status: z.literal("ok") }).meta({ id: "Health" });

@@ -4,7 +4,7 @@
  */
 
 import { DEFAULT_COMMAND_TIMEOUT_MS } from "@rendezvous/engine";
-import { DEFAULT_BODY_BUDGET } from "@rendezvous/http";
+import { ACCESS_LOG_MODES, DEFAULT_BODY_BUDGET } from "@rendezvous/http";
 import { RendezvousError } from "@rendezvous/protocol";
 import { z } from "zod";
 
@@ -31,6 +31,11 @@ export const Env = z.object({
    * @defaultValue "info"
    */
   LOG_LEVEL: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
+  /**
+   * The access log: a line per request (`on`), per request answered 5xx and up to 100 a second answered 4xx (`errors`), or none (`off`).
+   * @defaultValue "errors"
+   */
+  RENDEZVOUS_ACCESS_LOG: z.enum(ACCESS_LOG_MODES).default("errors"),
   /**
    * Most open HTTP connections; at the cap a new connection makes the server close its idlest
    * one (never one with a request in flight; when all have one, the new connection is closed).

@@ -116,6 +116,8 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
       api: serveApi,
       scheduleTimeout: planner ? (deadline) => planner.plan([{ deadline }]) : undefined,
       queueNames: [TIMEOUT_QUEUE, WEBHOOK_QUEUE, ...continuationQueues(config.tenants)],
+      accessLog: env.RENDEZVOUS_ACCESS_LOG,
+      processMetrics: true,
       limits: {
         maxConnections: env.RENDEZVOUS_MAX_CONNECTIONS,
         maxConnectionsPerAddress:

@@ -221,7 +221,7 @@ export class ProducerIngest {
   /** Counts refusals and records the placeable ones (best effort: a failure is logged). */
   async #remember(producer: ProducerIdentity, refusals: Refused[]): Promise<void> {
     if (refusals.length === 0) return;
-    for (const r of refusals) this.#d.metrics.eventsRejected.inc({ reason: r.error.code });
+    for (const r of refusals) this.#d.metrics.eventsRejected.inc({ reason: r.error.code, tenant: producer.tenant });
     const records = refusals.flatMap((r) =>
       r.matchKey
         ? [

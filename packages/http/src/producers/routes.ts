@@ -13,7 +13,15 @@
  */
 
 import type { IngestResult } from "@rendezvous/engine";
-import { type Config, createLogger, createMetrics, type Logger, type Metrics, type Store } from "@rendezvous/engine";
+import {
+  type Config,
+  createLogger,
+  createMetrics,
+  type Logger,
+  type Metrics,
+  type Store,
+  UNKNOWN_TENANT,
+} from "@rendezvous/engine";
 import { Name, RendezvousError } from "@rendezvous/protocol";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import {
@@ -145,15 +153,21 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
       logger.error({ err, url: request.url, method: request.method }, "ingest request failed");
     }
     if (aborted) {
-      if (producerRoute) metrics.eventsRejected.inc({ reason: apiError.code });
+      if (producerRoute) metrics.eventsRejected.inc({ reason: apiError.code, tenant: verifiedTenant(request) });
     } else if (apiError.code === "unauthorized" || apiError.code === "payload_too_large") {
-      if (producerRoute) metrics.eventsRejected.inc({ reason: apiError.code });
+      if (producerRoute) metrics.eventsRejected.inc({ reason: apiError.code, tenant: UNKNOWN_TENANT });
       // the claimed producer is no secret; the credential headers are never logged
       logger.debug({ code: apiError.code, claimed: request.headers["rendezvous-producer"] }, "request refused");
     }
     lingerAfterTooLarge(apiError, request, reply);
     return sendApiError(reply, apiError);
   });
+
+  /** The tenant of the producer whose headers verified (a configured one), else UNKNOWN_TENANT. */
+  function verifiedTenant(request: FastifyRequest): string {
+    const checked = (request as unknown as { producerHeaders: ProducerHeaders | null }).producerHeaders;
+    return checked?.identity.tenant ?? UNKNOWN_TENANT;
+  }
 
   /** The producer whose headers `onRequest` verified, once the body verifies too. */
   function authenticate(request: FastifyRequest): ProducerIdentity {
@@ -166,7 +180,7 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
     if (producer.rateLimitPerSec === undefined) return;
     const taken = limiter.take(`${producer.tenant}/${producer.producer}`, producer.rateLimitPerSec, count);
     if (!taken.ok) {
-      metrics.eventsRejected.inc({ reason: "rate_limited" }, count);
+      metrics.eventsRejected.inc({ reason: "rate_limited", tenant: producer.tenant }, count);
       throw new RendezvousError("rate_limited", undefined, { retryAfter: taken.retryAfterSec });
     }
   }
