@@ -2,13 +2,15 @@
  * The deployment files, checked without a Docker engine: docker-compose.yml parses,
  * its services are the documented shape (Redis with AOF and noeviction, api with a
  * published port, two matchers, scheduler, dispatcher, healthchecks on /readyz, one
- * image from one Dockerfile, an optional `cluster` profile), every command a service
- * runs is a command of the real CLI, and every variable it sets is one the CLI reads.
+ * image from one Dockerfile, an optional `cluster` profile, an optional `observability`
+ * profile whose Prometheus scrapes every role and whose Grafana loads the dashboard), every
+ * command a service runs is a command of the real CLI, and every variable it sets is one the
+ * CLI reads.
  * When the `docker-compose` binary is installed, `docker-compose config` must accept
  * the file too.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseRedisUrl } from "@rendezvous/engine";
 import { describe, expect, it } from "vitest";
@@ -29,6 +31,7 @@ interface Service {
   healthcheck?: { test?: string[] | string };
   depends_on?: Record<string, { condition: string }>;
   deploy?: { replicas?: number };
+  volumes?: string[];
 }
 
 const compose = parse(readFileSync(`${root}docker-compose.yml`, "utf8"), { merge: true }) as {
@@ -144,11 +147,80 @@ describe("docker-compose.yml and Dockerfile", () => {
     expect((await cli(["no-such-command"])).code).not.toBe(0);
   });
 
+  it("profile observability: Prometheus scrapes and probes every role, Grafana loads the dashboard, mounts exist", () => {
+    const obs = services.filter(([, s]) => inProfile(s, "observability"));
+    const byImage = (image: string) => obs.find(([, s]) => s.image?.startsWith(`${image}:`));
+    const [promName, prom] = byImage("prom/prometheus") as [string, Service];
+    const [, grafana] = byImage("grafana/grafana") as [string, Service];
+    const [blackboxName] = byImage("prom/blackbox-exporter") as [string, Service];
+    const [exporterName, exporter] = byImage("oliver006/redis_exporter") as [string, Service];
+    // every host path mounted exists; the mount targets, by host path
+    const mounts = new Map<string, string>();
+    for (const [name, s] of obs)
+      for (const v of s.volumes ?? []) {
+        const [from, to] = v.split(":") as [string, string];
+        if (!from.startsWith("./")) continue;
+        expect(existsSync(`${root}${from.slice(2)}`), `${name}: ${from}`).toBe(true);
+        mounts.set(from, to);
+      }
+
+    const promDir = mounts.get("./deploy/prometheus") as string;
+    expect(commandOf(prom)).toContain(`--config.file=${promDir}/prometheus.yml`);
+    type Scrape = {
+      job_name: string;
+      static_configs?: Array<{ targets: string[] }>;
+      dns_sd_configs?: Array<{ names: string[]; port: number }>;
+      relabel_configs?: Array<{ target_label?: string; replacement?: string }>;
+    };
+    const config = parse(readFileSync(`${root}deploy/prometheus/prometheus.yml`, "utf8")) as {
+      rule_files: string[];
+      scrape_configs: Scrape[];
+    };
+    for (const f of config.rule_files) {
+      expect(f.startsWith(`${promDir}/`), f).toBe(true);
+      expect(existsSync(`${root}deploy/prometheus/${f.slice(promDir.length + 1)}`), f).toBe(true);
+    }
+    const job = (name: string) => config.scrape_configs.find((j) => j.job_name === name) as Scrape;
+    const port = (s: Service) => s.environment?.PORT;
+    // the default stack by name (a stopped container is up == 0), the cluster profile's roles by DNS
+    const base = roles.filter(([, s]) => inProfile(s)).map(([n, s]) => `${n}:${port(s)}`);
+    const scraped = job("rendezvous");
+    expect(scraped.static_configs?.flatMap((c) => c.targets).sort()).toEqual(base.sort());
+    const clusterRoles = roles.filter(([, s]) => inProfile(s, "cluster"));
+    expect(scraped.dns_sd_configs?.flatMap((c) => c.names).sort()).toEqual(clusterRoles.map(([n]) => n).sort());
+    for (const c of scraped.dns_sd_configs ?? []) expect(String(c.port)).toBe(port(clusterRoles[0]?.[1] as Service));
+    const probed = job("rendezvous-readyz");
+    expect(probed.static_configs?.flatMap((c) => c.targets).sort()).toEqual(
+      base.map((t) => `http://${t}/readyz`).sort(),
+    );
+    expect(probed.relabel_configs?.find((r) => r.target_label === "__address__")?.replacement).toBe(
+      `${blackboxName}:9115`,
+    );
+    expect(job("redis").static_configs?.[0]?.targets).toEqual([`${exporterName}:9121`]);
+    expect(new URL(exporter.environment?.REDIS_ADDR ?? "").hostname).toBe("redis");
+
+    // Grafana: the data source is this Prometheus, the dashboards' provider reads the mounted folder
+    expect(mounts.get("./deploy/grafana/provisioning")).toBe("/etc/grafana/provisioning");
+    const sources = parse(readFileSync(`${root}deploy/grafana/provisioning/datasources/prometheus.yml`, "utf8")) as {
+      datasources: Array<{ url: string }>;
+    };
+    expect(sources.datasources.map((d) => new URL(d.url).host)).toEqual([`${promName}:9090`]);
+    const providers = parse(readFileSync(`${root}deploy/grafana/provisioning/dashboards/rendezvous.yml`, "utf8")) as {
+      providers: Array<{ options: { path: string } }>;
+    };
+    expect(providers.providers.map((p) => p.options.path)).toEqual([mounts.get("./deploy/grafana/dashboards")]);
+    expect(grafana.environment?.GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH).toBe(
+      `${mounts.get("./deploy/grafana/dashboards")}/rendezvous.json`,
+    );
+  });
+
   // .ci/run installs docker-compose (Debian's package) when it is missing; no Docker engine is needed
-  it("docker-compose config accepts the file, with and without the cluster profile", () => {
+  it("docker-compose config accepts the file, with and without the cluster and observability profiles", () => {
     for (const args of [
       ["config", "-q"],
       ["--profile", "cluster", "config", "-q"],
+      ["--profile", "observability", "config", "-q"],
+      ["--profile", "cluster", "--profile", "observability", "config", "-q"],
     ]) {
       const r = spawnSync("docker-compose", args, { cwd: root, encoding: "utf8" });
       expect(r.status, r.stderr).toBe(0);
