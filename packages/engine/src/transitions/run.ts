@@ -9,7 +9,7 @@ import { createRequire } from "node:module";
 import type { ChainableCommander } from "ioredis";
 import { luaScripts, type ScriptName } from "../generated/lua.js";
 import type { PartitionKeys } from "../keys.js";
-import type { RedisLike } from "../redis.js";
+import { coalesceWrites, type RedisLike } from "../redis.js";
 
 export type Commander = RedisLike | ChainableCommander;
 
@@ -99,6 +99,7 @@ export function runScript(target: Commander, call: ScriptCall): Promise<unknown>
   }
   // a fresh array: Script.execute puts the key count in front of it
   const argv: ArgValue[] = (keys as ArgValue[]).concat(args);
+  if ((target as { isPipeline?: boolean }).isPipeline !== true) coalesceWrites(target as RedisLike);
   // options: a fresh object, Script.execute may add to it
   return scripts[call.script].execute(target, argv, { ...UTF8 });
 }
