@@ -1,7 +1,8 @@
 /**
  * Micro-benchmark of the engine's Redis call path: Node CPU per script call for single
  * calls (`runScript` on the connection, 64 in flight, as EngineContext.run) and for
- * pipelines of 10 and 100 calls (`execBatch`, 8 in flight), beside a reference
+ * pipelines of 10 and 100 calls (`execBatch`, and `EngineContext.runAll` as the Store
+ * runs a batch of scripts; 8 in flight), beside a reference
  * (ioredis defineCommand, see defineCommandRunner), against a private
  * redis-server (no AOF). The script is deliverCandidates on an empty partition (read
  * only, one ZRANGE): the Redis side stays small, so the Node side dominates. It also
@@ -10,8 +11,17 @@
  *
  *   tsx --tsconfig tsconfig.source.json bench/script-calls.ts [--calls 40000] [--rounds 3]
  */
-import { type BatchCommand, createRedis, execBatch, KeyLayout, luaScripts, startRedisServer } from "@rendezvous/engine";
+import {
+  type BatchCommand,
+  createRedis,
+  execBatch,
+  KeyLayout,
+  luaScripts,
+  parseConfig,
+  startRedisServer,
+} from "@rendezvous/engine";
 import type { Redis } from "ioredis";
+import { EngineContext } from "../packages/engine/src/engine-context.js";
 import { deliverCandidatesCall } from "../packages/engine/src/transitions/deliverCandidates.js";
 import { type Commander, runScript, type ScriptCall } from "../packages/engine/src/transitions/run.js";
 
@@ -76,6 +86,8 @@ interface Variant {
   redis: Redis;
   run: Runner;
   writes: () => number;
+  /** how a batch of calls is run: one execBatch (default), or as the Store does */
+  batch?: (calls: ScriptCall[]) => Promise<unknown>;
 }
 
 interface Row {
@@ -100,8 +112,17 @@ async function main(): Promise<void> {
         limit: 10,
       });
     await Promise.all([engine.ping(), legacy.ping()]);
+    const ctx = new EngineContext(engine, keys, parseConfig({ partitions: 16 }), () => undefined);
+    const engineWrites = countWrites(engine);
     const variants: Variant[] = [
-      { name: "engine runScript", redis: engine, run: runScript, writes: countWrites(engine) },
+      { name: "engine runScript", redis: engine, run: runScript, writes: engineWrites },
+      {
+        name: "engine EngineContext.runAll",
+        redis: engine,
+        run: runScript,
+        writes: engineWrites,
+        batch: (calls) => ctx.runAll(calls),
+      },
       {
         name: "defineCommand (reference)",
         redis: legacy,
@@ -121,6 +142,10 @@ async function main(): Promise<void> {
       let left = CALLS / size;
       const worker = async (): Promise<void> => {
         while (left-- > 0) {
+          if (v.batch) {
+            await v.batch(Array.from({ length: size }, (_, i) => call(i)));
+            continue;
+          }
           const commands: BatchCommand[] = Array.from({ length: size }, (_, i) => {
             const c = call(i);
             return { key: c.keys[0] ?? null, add: (pipeline) => void v.run(pipeline, c) };
