@@ -8,7 +8,7 @@
  * order the commands were given.
  */
 import type { ChainableCommander } from "ioredis";
-import { isCluster, type RedisLike } from "./redis.js";
+import { coalesceWrites, isCluster, type RedisLike } from "./redis.js";
 
 /** One command of a batch: the key that places it and how to queue it on a pipeline. */
 export interface BatchCommand {
@@ -40,7 +40,10 @@ async function run(redis: RedisLike, commands: BatchCommand[]): Promise<BatchRep
 /** Runs commands in one pipeline (single Redis) or one pipeline per slot, concurrently (cluster). */
 export async function execBatch(redis: RedisLike, commands: BatchCommand[]): Promise<BatchReply[]> {
   if (commands.length === 0) return [];
-  if (!isCluster(redis)) return run(redis, commands);
+  if (!isCluster(redis)) {
+    coalesceWrites(redis);
+    return run(redis, commands);
+  }
   const groups = new Map<string, number[]>();
   const keyless: number[] = [];
   commands.forEach((c, i) => {

@@ -90,4 +90,3 @@ export {
   RESOLUTION_FEED,
 } from "./streams/consumer-loop.js";
 export { Code, type CodeName, type CodeValue } from "./transitions/replies.js";
-export { defineScripts } from "./transitions/run.js";

@@ -4,7 +4,6 @@ import type { RedisLike } from "./redis.js";
 import { IngestSystem } from "./systems/ingest.js";
 import { ResolutionSystem } from "./systems/resolution.js";
 import { WaitsSystem } from "./systems/waits.js";
-import { defineScripts } from "./transitions/run.js";
 
 export type { StoreConfig } from "./engine-context.js";
 export type { Rejection } from "./formats/rejection-record.js";
@@ -61,7 +60,6 @@ export class Store {
     this.timeoutMany = resolution.timeoutMany.bind(resolution);
     this.expire = resolution.expire.bind(resolution);
     this.expireMany = resolution.expireMany.bind(resolution);
-    defineScripts(this.redis);
   }
 
   /**

@@ -1,6 +1,16 @@
 import { isRendezvousError } from "@rendezvous/protocol";
 import { describe, expect, it } from "vitest";
-import { MATCHER_GROUP } from "../src/index.js";
+import {
+  createRedis,
+  execBatch,
+  MATCHER_GROUP,
+  parseConfig,
+  type RedisLike,
+  Store,
+  startRedisServer,
+} from "../src/index.js";
+import { deliverCandidatesCall } from "../src/transitions/deliverCandidates.js";
+import { runScript } from "../src/transitions/run.js";
 import { event, ingestOne, makeStore, matchOne, processEntries } from "./helpers.js";
 
 const spec = (runId: string, correlationId: string, extra: Record<string, unknown> = {}) => ({
@@ -412,5 +422,70 @@ describe("consume", () => {
     const final = await h.store.getWait("acme", wait.id);
     expect(final?.history.filter((x) => x.what === "consumed")).toHaveLength(1);
     expect(final?.consumption?.by).toBe(by);
+  });
+});
+
+describe("script calls", () => {
+  const evalCounts = async (redis: RedisLike) => {
+    const text = await redis.info("commandstats");
+    const calls = (name: string) => Number(new RegExp(`^cmdstat_${name}:calls=(\\d+)`, "m").exec(text)?.[1] ?? 0);
+    return { eval: calls("eval"), evalsha: calls("evalsha") };
+  };
+
+  it("a connection loads a script with its first call (EVAL), then calls it by its SHA", async () => {
+    const server = await startRedisServer();
+    const redis = createRedis(server.url, { name: "t-scripts" });
+    try {
+      const store = new Store({ redis, prefix: "t", config: parseConfig({ partitions: 1 }) });
+      const k = store.keys.partition(0);
+      const call = () =>
+        deliverCandidatesCall(k, { indexPrefix: "t\u0000", matchKeyPrefix: "x", idPrefix: "w", limit: 1 });
+      await runScript(redis, call());
+      expect(await evalCounts(redis)).toEqual({ eval: 1, evalsha: 0 });
+      await runScript(redis, call());
+      const replies = await execBatch(redis, [
+        { key: k.waits, add: (p) => void runScript(p, call()) },
+        { key: k.waits, add: (p) => void runScript(p, call()) },
+      ]);
+      expect(replies.map(([err]) => err)).toEqual([null, null]);
+      expect(await evalCounts(redis)).toEqual({ eval: 1, evalsha: 3 });
+    } finally {
+      redis.disconnect();
+      await server.stop();
+    }
+  });
+
+  it("recovers a script the server lost (SCRIPT FLUSH): the call runs again as EVAL, alone or in a pipeline", async () => {
+    const server = await startRedisServer();
+    const redis = createRedis(server.url, { name: "t-noscript" });
+    try {
+      const store = new Store({ redis, prefix: "t", config: parseConfig({ partitions: 4 }) });
+      const first = await store.register("acme", spec("run-1", "job-1"));
+      await redis.script("FLUSH");
+      const second = await store.register("acme", spec("run-2", "job-2"));
+      expect(second.created).toBe(true);
+      await redis.script("FLUSH");
+      const results = await store.ingest("acme", "svc", [event("e1", "job-1"), event("e2", "job-2"), event("e3", "x")]);
+      expect(results.map((r) => r.status)).toEqual(["accepted", "accepted", "accepted"]);
+      await redis.script("FLUSH");
+      const k = store.keys.partition(0);
+      const replies = await execBatch(redis, [
+        {
+          key: k.waits,
+          add: (p) =>
+            void runScript(
+              p,
+              deliverCandidatesCall(k, { indexPrefix: "t\u0000", matchKeyPrefix: "x", idPrefix: "w", limit: 1 }),
+            ),
+        },
+        { key: k.waits, add: (p) => p.hget(k.waits, first.wait.id) },
+      ]);
+      expect(replies.map(([err]) => err)).toEqual([null, null]);
+      expect(typeof replies[1]?.[1]).toBe("string");
+      expect((await store.cancel("acme", first.wait.id)).state).toBe("cancelled");
+    } finally {
+      redis.disconnect();
+      await server.stop();
+    }
   });
 });

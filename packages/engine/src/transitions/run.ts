@@ -1,14 +1,15 @@
 /**
  * Running the Lua transitions: `transitionCall` builds a call from the script's KEYS
  * and ARGV names as its header lists them (carried by the generated module: the one
- * place their order is written), `runScript` runs it as the versioned command (EVALSHA
- * with EVAL fallback, via ioredis defineCommand) or queues it on a pipeline.
+ * place their order is written), `runScript` runs it (EVALSHA; EVAL where the script
+ * is not loaded yet) on a connection or queues it on a pipeline.
  */
 
+import { createRequire } from "node:module";
 import type { ChainableCommander } from "ioredis";
 import { luaScripts, type ScriptName } from "../generated/lua.js";
 import type { PartitionKeys } from "../keys.js";
-import type { RedisLike } from "../redis.js";
+import { coalesceWrites, type RedisLike } from "../redis.js";
 
 export type Commander = RedisLike | ChainableCommander;
 
@@ -72,26 +73,33 @@ export function clock(now?: number): string {
   return now === undefined ? "" : String(now);
 }
 
-const defined = new WeakSet<object>();
+/**
+ * Each script as an ioredis Script, held here rather than registered on the connections
+ * (defineCommand): a pipeline copies every registered command onto itself when it is
+ * built. A Script sends EVAL the first time it runs on a socket (loading it there), then
+ * EVALSHA by its SHA1 (computed once, here); a NOSCRIPT reply (the server lost its script
+ * cache: SCRIPT FLUSH, a restart or failover under a connection) runs that call again as
+ * EVAL on the connection, alone: NOSCRIPT means the script did not run.
+ */
+type ScriptModule = typeof import("ioredis/built/Script.js");
+const { default: Script } = createRequire(import.meta.url)("ioredis/built/Script.js") as ScriptModule;
+type IoredisScript = InstanceType<typeof Script>;
+const scripts = Object.fromEntries(
+  Object.entries(luaScripts).map(([name, def]) => [name, new Script(def.lua, def.numberOfKeys)]),
+) as Record<ScriptName, IoredisScript>;
 
-/** Registers every script on a connection once (pipelines inherit them). */
-export function defineScripts(redis: RedisLike): void {
-  if (defined.has(redis)) return;
-  for (const def of Object.values(luaScripts)) {
-    redis.defineCommand(def.command, { numberOfKeys: def.numberOfKeys, lua: def.lua });
-  }
-  defined.add(redis);
-}
-
-type ScriptFn = (...args: ArgValue[]) => Promise<unknown>;
+const UTF8 = { replyEncoding: "utf8" } as const;
 
 /** Runs a script on a connection (returns its reply) or queues it on a pipeline. */
 export function runScript(target: Commander, call: ScriptCall): Promise<unknown> {
-  const def = luaScripts[call.script];
-  if (call.keys.length !== def.numberOfKeys) {
-    throw new Error(`${call.script} takes ${def.numberOfKeys} keys, got ${call.keys.length}`);
+  const { keys, args } = call;
+  const numberOfKeys = luaScripts[call.script].numberOfKeys;
+  if (keys.length !== numberOfKeys) {
+    throw new Error(`${call.script} takes ${numberOfKeys} keys, got ${keys.length}`);
   }
-  const fn = (target as unknown as Record<string, ScriptFn>)[def.command];
-  if (!fn) throw new Error(`script ${call.script} is not defined on this connection`);
-  return fn.call(target, ...call.keys, ...call.args);
+  // a fresh array: Script.execute puts the key count in front of it
+  const argv: ArgValue[] = (keys as ArgValue[]).concat(args);
+  if ((target as { isPipeline?: boolean }).isPipeline !== true) coalesceWrites(target as RedisLike);
+  // options: a fresh object, Script.execute may add to it
+  return scripts[call.script].execute(target, argv, { ...UTF8 });
 }
