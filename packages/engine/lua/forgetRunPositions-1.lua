@@ -4,21 +4,22 @@
   not grow for ever. An entry is removed only while it still names the expired
   wait's partition (a run position names one wait id per partition).
 
-  KEYS[1] runs      {p}:r  lex zset "<run position><partition tag><defHash>"
+  KEYS[1] runs      {p}:r  lex zset "<run position><partition tag><defHash>" (includes/run-index.lua)
 
   ARGV[1..] pairs   runPosition (fixed length), partition tag of the expired wait
 
   Returns { OK, removed }
 ]]
 --@include "codes"
+--@include "run-index"
 
 --@keys
 local removed = 0
 for i = 1, #ARGV, 2 do
   local runPosition, tag = ARGV[i], ARGV[i + 1]
-  local found = redis.call("ZRANGEBYLEX", keys.runs, "[" .. runPosition, "(" .. runPosition .. "\255", "LIMIT", 0, 1)
-  if found[1] and string.sub(found[1], #runPosition + 1, #runPosition + #tag) == tag then
-    removed = removed + redis.call("ZREM", keys.runs, found[1])
+  local found = runMember(keys.runs, runPosition)
+  if found and runMemberParts(found, runPosition, #tag) == tag then
+    removed = removed + redis.call("ZREM", keys.runs, found)
   end
 end
 return { C_OK, removed }
