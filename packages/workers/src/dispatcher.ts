@@ -180,32 +180,34 @@ export class Dispatcher {
       else byQueue.set(name, [wait]);
       if (this.#res.config.tenants[wait.tenant]?.webhook) hooks.push(wait);
     }
-    await Promise.all(
-      [...byQueue].map(([name, list]) =>
-        this.queue(name).addBulk(
-          list.map((wait) => ({
-            name: "continuation",
-            data: wait,
-            opts: { jobId: wait.id, removeOnComplete: { age: DAY_S }, removeOnFail: { age: 7 * DAY_S } },
-          })),
-        ),
+    // the continuation jobs of every queue and the webhook deliveries in one round trip
+    const adds = [...byQueue].map(([name, list]) =>
+      this.queue(name).addBulk(
+        list.map((wait) => ({
+          name: "continuation",
+          data: wait,
+          opts: { jobId: wait.id, removeOnComplete: { age: DAY_S }, removeOnFail: { age: 7 * DAY_S } },
+        })),
       ),
     );
     if (hooks.length > 0) {
-      await this.queue(WEBHOOK_QUEUE).addBulk(
-        hooks.map((wait) => ({
-          name: "webhook",
-          data: { tenant: wait.tenant, waitId: wait.id },
-          opts: {
-            jobId: `wh.${wait.id}`,
-            attempts: this.#opts.webhookAttempts ?? 12,
-            backoff: { type: "exponential", delay: this.#opts.webhookBackoffMs ?? 1000 },
-            removeOnComplete: { age: DAY_S },
-            removeOnFail: { age: 7 * DAY_S },
-          },
-        })),
+      adds.push(
+        this.queue(WEBHOOK_QUEUE).addBulk(
+          hooks.map((wait) => ({
+            name: "webhook",
+            data: { tenant: wait.tenant, waitId: wait.id },
+            opts: {
+              jobId: `wh.${wait.id}`,
+              attempts: this.#opts.webhookAttempts ?? 12,
+              backoff: { type: "exponential", delay: this.#opts.webhookBackoffMs ?? 1000 },
+              removeOnComplete: { age: DAY_S },
+              removeOnFail: { age: 7 * DAY_S },
+            },
+          })),
+        ),
       );
     }
+    await Promise.all(adds);
     failpoint("dispatcher.after-enqueue");
     // an outbox entry handled again after a crash (recorded, not yet acknowledged)
     // finds its job already there (same job id) and records nothing new: `once` keeps
