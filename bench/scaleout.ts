@@ -1,29 +1,6 @@
-/**
- * Scale-out (not a test). `npm run bench:scaleout [-- --quick] [-- --events N] [-- --partitions P]`
- * `--redis-url URL` runs the single-Redis rows only, against that Redis (no cluster);
- * `--json` prints the rows as one JSON line at the end (how `npm run bench` uses it).
- *
- * End-to-end events/s with 1 and 2 matcher processes, against one Redis and against
- * a local 3-master Redis Cluster (both started here on free loopback ports, AOF
- * everysec, never 6379; stopped by PID):
- *
- * - real role processes of the CLI: `api`, `dispatcher`, and 1 then 2 `matcher`s;
- * - per phase, N waits are registered first (not timed), then N events are posted
- *   to `POST /v1/events/batch` (batches of 100, 4 in flight), each resolving one wait;
- * - "resolved/s" = N / (first post → last wait resolved); "dispatched/s" = N / (first
- *   post → every outbox entry handed to BullMQ); "ingest/s" = N / posting time;
- * - "drain/s" isolates the matchers: they are paused (SIGSTOP) while another N events
- *   are posted, then resumed (SIGCONT) together; N / (resume → last wait resolved).
- *
- * Everything (Redis nodes, roles, this load generator) shares the machine's cores:
- * on a small machine more processes mostly compete for the same CPU. The core count
- * is printed with the table.
- */
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, cpus, tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import {
   type ConfigInput,
   createResources,
@@ -36,6 +13,7 @@ import {
 import { type RedisCluster, startRedisCluster } from "@rendezvous/testkit/cluster";
 import type { ChainableCommander } from "ioredis";
 import { pino } from "pino";
+import { type RoleName, type RoleProcess, startRole as startProduct } from "./lib/product.js";
 
 const argv = process.argv.slice(2);
 const flag = (name: string) => argv.includes(`--${name}`);
@@ -54,51 +32,16 @@ const BATCH = 100;
 const IN_FLIGHT = 4;
 const KEY = "pk_bench";
 const HOST_KEY = "hk_bench";
-const bin = fileURLToPath(new URL("../packages/server/bin/rendezvous.js", import.meta.url));
 
 const CONFIG: ConfigInput = {
   partitions: PARTITIONS,
   tenants: { acme: { hostKeys: [HOST_KEY], producers: { svc: { keys: [KEY], eventTypes: ["bench.*"] } } } },
 };
 
-interface Role {
-  name: string;
-  child: ChildProcess;
-  url: Promise<string>;
-  output(): string;
-  stop(): Promise<void>;
-}
+type Role = RoleProcess;
 
-function startRole(name: string, redisUrl: string, configFile: string, prefix: string): Role {
-  const child = spawn(process.execPath, [bin, name, "--config", configFile, "--redis-url", redisUrl, "--port", "0"], {
-    env: { ...process.env, RENDEZVOUS_PREFIX: prefix, LOG_LEVEL: "info" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  const url = new Promise<string>((resolve, reject) => {
-    const onData = (d: Buffer) => {
-      out += d.toString();
-      const m = /listening on (http:\S+?)"/.exec(out);
-      if (m) resolve(m[1] as string);
-    };
-    child.stdout?.on("data", onData);
-    child.stderr?.on("data", onData);
-    child.once("exit", (code) => reject(new Error(`${name} exited (${code}) before listening:\n${out.slice(-2000)}`)));
-  });
-  return {
-    name,
-    child,
-    url,
-    output: () => out,
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise((r) => child.once("exit", r));
-      child.kill("SIGTERM");
-      const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
-      await exited;
-      clearTimeout(timer);
-    },
-  };
+function startRole(name: RoleName, redisUrl: string, configFile: string, prefix: string): Role {
+  return startProduct(name, { redisUrl, configFile, prefix });
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,36 +1,12 @@
-/**
- * bench:timeouts-burst (not a test): many waits sharing one deadline, and another
- * tenant registering while they time out.
- * `npm run bench:timeouts-burst [-- --quick] [-- --waits N] [-- --rate R] [-- --redis-url URL] [-- --json]`
- *
- * - a private redis-server (AOF everysec, free port, never 6379) unless `--redis-url`;
- * - a real `rendezvous start` process (every role in one process, as most deploy it);
- * - tenant A: N waits (default 50,000) registered through the Store in this process
- *   (200 in flight; the server's sweeper makes their bucket job, as for any deadline
- *   registered more than its lookahead ahead), all with the same `deadline`;
- * - tenant B: `POST /v1/waits` over HTTP at R per second (default 100), paced (open
- *   loop: a slow answer does not slow the sending), from before the deadline until
- *   every wait of A has timed out. B's latency is split by when each request was
- *   sent: "unloaded" (before the sweeper's lookahead reaches A's deadline), "lookahead"
- *   (the 5 s before the deadline) and "firing" (from the deadline until A's last wait
- *   is no longer due);
- * - A's lateness = resolution.at − deadline (Redis time) of every wait, read back;
- *   "time to fire all" = last resolution.at − first.
- *
- * `--cpu-prof DIR` has the server write a V8 CPU profile into DIR when it exits.
- * `--json` prints the numbers as one line `TIMEOUTS_BURST_JSON {...}` (how `npm run
- * bench` uses it). Everything shares the machine's cores; the load average is printed.
- */
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { type ConfigInput, createResources, execBatch, parseConfig, type Resources } from "@rendezvous/engine";
 import type { ChainableCommander, Redis } from "ioredis";
 import { pino } from "pino";
 import { parseArgs } from "./lib/args.js";
 import { runPool } from "./lib/pool.js";
+import { type RoleProcess, startRole } from "./lib/product.js";
 import { openWindow, quiesce, type RedisServer, startBenchRedis, type Window } from "./lib/redis.js";
 import { load, machine, saveResults } from "./lib/setup.js";
 import { type Summary, sleep, summarize } from "./lib/stats.js";
@@ -49,55 +25,17 @@ const CPU_PROF = args.string("cpu-prof", "");
 const LOOKAHEAD_MS = 5000;
 const HOST_A = "hk_burst_a";
 const HOST_B = "hk_burst_b";
-const bin = fileURLToPath(new URL("../packages/server/bin/rendezvous.js", import.meta.url));
 
 const CONFIG: ConfigInput = {
   partitions: PARTITIONS,
   tenants: { a: { hostKeys: [HOST_A] }, b: { hostKeys: [HOST_B] } },
 };
 
-interface Server {
-  child: ChildProcess;
-  url: Promise<string>;
-  output(): string;
-  stop(): Promise<void>;
-}
+type Server = RoleProcess;
 
 function startServer(redisUrl: string, configFile: string, prefix: string): Server {
-  const profile = CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${CPU_PROF}`] : [];
-  const child = spawn(
-    process.execPath,
-    [...profile, bin, "start", "--config", configFile, "--redis-url", redisUrl, "--port", "0"],
-    {
-      env: { ...process.env, RENDEZVOUS_PREFIX: prefix, LOG_LEVEL: "info" },
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
-  let out = "";
-  const url = new Promise<string>((resolve, reject) => {
-    const onData = (d: Buffer) => {
-      out += d.toString();
-      if (out.length > 2_000_000) out = out.slice(-1_000_000);
-      const m = /listening on (http:\S+?)"/.exec(out);
-      if (m) resolve(m[1] as string);
-    };
-    child.stdout?.on("data", onData);
-    child.stderr?.on("data", onData);
-    child.once("exit", (code) => reject(new Error(`server exited (${code}) before listening:\n${out.slice(-2000)}`)));
-  });
-  return {
-    child,
-    url,
-    output: () => out,
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise((r) => child.once("exit", r));
-      child.kill("SIGTERM");
-      const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);
-      await exited;
-      clearTimeout(timer);
-    },
-  };
+  const nodeArgs = CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${CPU_PROF}`] : [];
+  return startRole("start", { redisUrl, configFile, prefix, nodeArgs });
 }
 
 interface Sample {

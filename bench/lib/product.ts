@@ -32,11 +32,29 @@ export interface RoleProcess {
 /** Starts `rendezvous <role>` with `--config`, `--redis-url` and `--port 0`; `env` adds variables. */
 export function startRole(
   name: RoleName,
-  opts: { redisUrl: string; configFile: string; prefix: string; env?: Record<string, string> },
+  opts: {
+    redisUrl: string;
+    configFile: string;
+    prefix: string;
+    env?: Record<string, string>;
+    /** Node options before the CLI (e.g. --cpu-prof) */
+    nodeArgs?: string[];
+  },
 ): RoleProcess {
   const child = spawn(
     process.execPath,
-    ["--max-semi-space-size=64", bin, name, "--config", opts.configFile, "--redis-url", opts.redisUrl, "--port", "0"],
+    [
+      "--max-semi-space-size=64",
+      ...(opts.nodeArgs ?? []),
+      bin,
+      name,
+      "--config",
+      opts.configFile,
+      "--redis-url",
+      opts.redisUrl,
+      "--port",
+      "0",
+    ],
     {
       env: { ...process.env, RENDEZVOUS_PREFIX: opts.prefix, LOG_LEVEL: "info", ...opts.env },
       stdio: ["ignore", "pipe", "pipe"],
