@@ -27,9 +27,14 @@
   ARGV[4] retentionMs  how long a settled wait is kept
   ARGV[5] now          "" = Redis TIME
   ARGV[6] idPrefix     "w<partition>.": the wait ids of this partition start with it
+  ARGV[7] trace        "" or the match's trace context text: written on the outbox
+                       entries of the resolutions (field t), and the reply then names
+                       the registration context of each wait it resolved
 
   Returns
-    { OK, status, matchedWaitIds, lateWaitIds }   status: m matched, b buffered, l late (and buffered)
+    { OK, status, matchedWaitIds, lateWaitIds, registrationTraces }
+                 status: m matched, b buffered, l late (and buffered); registrationTraces
+                 (only with a trace): per matched wait, its record's tc ("" for none)
     { DUPLICATE, originalStreamId }               the event key belongs to another entry
     { NOT_FOUND }                                 no event record (expired): nothing to do
   Appends: resolved / late_event history entries, outbox entries for resolutions.
@@ -49,6 +54,7 @@ local streamId, eventKey = ARGV[1], ARGV[2]
 local fanoutCap, retentionMs = ARGV[3] + 0, ARGV[4] + 0
 local now = nowMs(ARGV[5])
 local idPrefix = ARGV[6]
+local trace = ARGV[7]
 
 local ev = loadEvent(keys.events, eventKey)
 if ev == nil then
@@ -69,7 +75,7 @@ end
 local mk = ev["mk"]
 local at = ev["at"]
 local ref = eventRef(ev)
-local matched, late = {}, {}
+local matched, late, registrations = {}, {}, {}
 
 local function noteLate(waitId, wait)
   wait["late"] = wait["late"] or {}
@@ -104,8 +110,11 @@ while #matched < fanoutCap do
         noteLate(waitId, wait)
       else
         -- (the member names this wait: its index key is the wait's, as mk is)
-        resolveByEvent(keys, waitId, wait, ev, ref, now, retentionMs, member)
+        resolveByEvent(keys, waitId, wait, ev, ref, now, retentionMs, member, trace)
         matched[#matched + 1] = waitId
+        if trace ~= "" then
+          registrations[#matched] = wait["tc"] or ""
+        end
       end
     end
     from = "(" .. member
@@ -154,4 +163,4 @@ ev["ik"] = nil -- (only the match reads it)
 if #matched > 0 then ev["mw"] = matched end
 if #late > 0 then ev["lf"] = late end
 saveEvent(keys.events, eventKey, ev)
-return { C_OK, ev["st"], matched, late }
+return { C_OK, ev["st"], matched, late, registrations }

@@ -7,12 +7,15 @@ import { createLogger, type Logger } from "./logger.js";
 import { createMetrics, type Metrics } from "./metrics.js";
 import { createBlockingRedis, createRedis, isClusterUrl, type RedisLike } from "./redis.js";
 import { Store } from "./store.js";
+import { NO_TRACING, type Tracing } from "./tracing.js";
 
 export interface Resources {
   readonly store: Store;
   readonly config: Config;
   readonly logger: Logger;
   readonly metrics: Metrics;
+  /** the process's tracing (NO_TRACING when off) */
+  readonly tracing: Tracing;
   /** key prefix of every Redis key (`{<prefix>:p<N>}:…`) */
   readonly prefix: string;
   /**
@@ -47,6 +50,8 @@ export interface ResourceOptions {
   prefix?: string;
   logger?: Logger;
   metrics?: Metrics;
+  /** @defaultValue NO_TRACING */
+  tracing?: Tracing;
   /** test clock for the Store (see StoreOptions.clock) */
   clock?: () => number | undefined;
   /**
@@ -111,6 +116,7 @@ export function createResources(opts: ResourceOptions): Resources {
     config: opts.config,
     logger,
     metrics: opts.metrics ?? createMetrics(),
+    tracing: opts.tracing ?? NO_TRACING,
     prefix,
     queuePrefix: queuePrefixFor(prefix, cluster),
     cluster,

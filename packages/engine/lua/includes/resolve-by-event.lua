@@ -6,10 +6,10 @@
 
 -- Resolves the waiting wait by the event `ev` (`ref`: its eventRef): the resolution
 -- carries the event with its payload, the history entry its reference. Returns the
--- settled record text. `member`: as settleWait.
-local function resolveByEvent(keys, waitId, wait, ev, ref, now, retentionMs, member)
+-- settled record text. `member`, `trace`: as settleWait.
+local function resolveByEvent(keys, waitId, wait, ev, ref, now, retentionMs, member, trace)
   local resolution = { k = "e", at = now, ev = { pr = ev["pr"], id = ev["id"], at = ev["at"], sid = ev["sid"], pl = ev["pl"] } }
-  return settleWait(keys, waitId, wait, "r", resolution, { at = now, w = "resolved", k = "e", ev = ref }, now, retentionMs, member)
+  return settleWait(keys, waitId, wait, "r", resolution, { at = now, w = "resolved", k = "e", ev = ref }, now, retentionMs, member, trace)
 end
 
 -- Was the settled wait resolved by this very event? (One stream entry may carry

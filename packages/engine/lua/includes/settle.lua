@@ -3,7 +3,8 @@
   deadline indexes, enters the done index (so later events of its match key are
   recorded as late), is scheduled for removal after retention, and its resolution goes
   on the outbox (entry w = waitId, k = resolution kind, r = the wait record as stored:
-  what the dispatcher hands out, read from no other place).
+  what the dispatcher hands out, read from no other place; t = the trace context text
+  of the resolution, when the caller has one).
 ]]
 --@include "clock"
 --@include "wait-record"
@@ -11,8 +12,9 @@
 --@include "expiry"
 
 -- Returns the stored record text (what the transitions reply: no second encode).
--- `member`, when not nil, is the wait's index member as the caller read it.
-local function settleWait(keys, waitId, wait, state, resolution, historyEntry, now, retentionMs, member)
+-- `member`, when not nil, is the wait's index member as the caller read it; `trace`,
+-- when neither nil nor "", the resolution's trace context text (the outbox entry's t).
+local function settleWait(keys, waitId, wait, state, resolution, historyEntry, now, retentionMs, member, trace)
   wait["s"] = state
   wait["res"] = resolution
   pushHistory(wait, historyEntry)
@@ -26,6 +28,10 @@ local function settleWait(keys, waitId, wait, state, resolution, historyEntry, n
     redis.call("ZREM", keys.deadlines, waitId)
   end
   scheduleExpiry(keys.expiry, intText(now + retentionMs), "w", waitId)
-  redis.call("XADD", keys.outbox, "*", "w", waitId, "k", resolution["k"], "r", record)
+  if trace and trace ~= "" then
+    redis.call("XADD", keys.outbox, "*", "w", waitId, "k", resolution["k"], "r", record, "t", trace)
+  else
+    redis.call("XADD", keys.outbox, "*", "w", waitId, "k", resolution["k"], "r", record)
+  end
   return record
 end

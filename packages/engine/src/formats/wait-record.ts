@@ -38,6 +38,8 @@ export interface RawWait {
   con?: { by: string; at: number };
   late?: RawEventRef[];
   h?: Array<{ at: number; w: string } & Record<string, unknown>>;
+  /** the registration's trace context text (formats/trace-context.ts); not part of the API's Wait */
+  tc?: string;
 }
 
 /**
@@ -128,8 +130,9 @@ export function waitOf(id: string, raw: unknown): Wait {
 }
 
 /**
- * The definition part of a new wait record, JSON {mk, r, p, j?, m?} (encoded match key,
- * runId, position, external job id, raw metadata JSON): registerWait adds the rest.
+ * The definition part of a new wait record, JSON {mk, r, p, j?, m?, tc?} (encoded match
+ * key, runId, position, external job id, raw metadata JSON, the registration's trace
+ * context text): registerWait adds the rest. A record with a `tc` is never compact.
  */
 export function registrationRecord(r: {
   matchKey: string;
@@ -137,6 +140,19 @@ export function registrationRecord(r: {
   position: string;
   externalJobId: string | undefined;
   metadata: string | undefined;
+  trace?: string | undefined;
 }): string {
-  return JSON.stringify({ mk: r.matchKey, r: r.runId, p: r.position, j: r.externalJobId, m: r.metadata });
+  return JSON.stringify({
+    mk: r.matchKey,
+    r: r.runId,
+    p: r.position,
+    j: r.externalJobId,
+    m: r.metadata,
+    tc: r.trace || undefined,
+  });
+}
+
+/** The registration trace context text of a stored wait record ("" for none). */
+export function registrationTraceText(raw: string): string {
+  return raw.startsWith("{") ? ((JSON.parse(raw) as RawWait).tc ?? "") : "";
 }

@@ -8,6 +8,7 @@ import type { BatchCommand } from "../batch.js";
 import { canonicalJson, digest, encodeParts } from "../encoding.js";
 import type { EngineContext } from "../engine-context.js";
 import { tagPartition, waitIdPrefix } from "../formats/index-members.js";
+import { type TraceCarrier, traceText } from "../formats/trace-context.js";
 import { parseWaitRecord, type RawWait, registrationRecord, toWait, waitOf } from "../formats/wait-record.js";
 import { annotateWaitCall, annotateWaitResult } from "../transitions/annotateWait.js";
 import { cancelWaitCall, cancelWaitResult } from "../transitions/cancelWait.js";
@@ -41,10 +42,11 @@ export class WaitsSystem {
   /**
    * Registers a wait (idempotent on (tenant, runId, position)). Two round trips:
    * claim the run position in the run key's partition, then create the wait in the
-   * match key's partition, matching a buffered event at once.
+   * match key's partition, matching a buffered event at once. `trace`, the registration's
+   * trace context, is kept in the new wait's record (not part of its definition).
    * @throws RendezvousError wait_conflict, invalid_request, payload_too_large (metadata over maxMetadataBytes)
    */
-  async register(tenant: string, spec: WaitSpec): Promise<{ created: boolean; wait: Wait }> {
+  async register(tenant: string, spec: WaitSpec, trace?: TraceCarrier): Promise<{ created: boolean; wait: Wait }> {
     const { keys, config } = this.ctx;
     const deadlineMs = toMs(spec.deadline);
     const sinceMs = toMs(spec.since);
@@ -102,6 +104,7 @@ export class WaitsSystem {
       position: spec.position,
       externalJobId: spec.externalJobId,
       metadata,
+      trace: traceText(trace),
     });
     const reply = await this.ctx.run(
       registerWaitCall(keys.partition(partition), {
