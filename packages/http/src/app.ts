@@ -27,6 +27,7 @@ import { installProcessMetrics, opsRoutes } from "./ops.js";
 import { ingestRoutes } from "./producers/routes.js";
 import { installQueueGauges } from "./queue-metrics.js";
 import { lazyChildLogger } from "./request-logger.js";
+import { traceRequests } from "./request-tracing.js";
 import { clientAborted } from "./unread-body.js";
 
 /** The API's version in the OpenAPI document. */
@@ -165,6 +166,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     return reply.code(404).send(err.toJSON());
   });
 
+  traceRequests(app, res.tracing);
   observeRequests(app, deps, res.logger as FastifyBaseLogger);
   drain(app);
   installQueueGauges(res, deps.queueNames ?? []);
@@ -188,6 +190,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         config: res.config,
         logger: res.logger,
         metrics: res.metrics,
+        tracing: res.tracing,
         appClosesUnreadBodies: true, // limitRequestBodies (above) installs it on the whole app
       });
       await api.register(hostRoutes, { res, credentials, scheduleTimeout: deps.scheduleTimeout });

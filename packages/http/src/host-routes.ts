@@ -32,6 +32,7 @@ import { z } from "zod";
 import { authenticateHost, type CredentialIndex, type HostIdentity, readTenant } from "./auth.js";
 // wait metadata has the same nesting bound as an event payload
 import { MAX_JSON_DEPTH, nestedDeeperThan } from "./producers/validation.js";
+import { consumeSpan, inSpan, requestTrace } from "./request-tracing.js";
 
 export interface HostRoutesOptions {
   res: Resources;
@@ -143,7 +144,7 @@ export const hostRoutes: FastifyPluginAsyncZod<HostRoutesOptions> = async (app, 
     },
     async (request, reply) => {
       const tenant = readTenant(who(request), request.query.tenant, config.tenants);
-      const { created, wait } = await store.register(tenant, request.body);
+      const { created, wait } = await store.register(tenant, request.body, requestTrace(request));
       if (created && wait.state === "waiting" && wait.deadline && opts.scheduleTimeout) {
         // The queue's connection is a blocking one (no command timeout of its own): bound it
         // here. A job not added is re-created by the scheduler's sweep of the deadlines.
@@ -245,7 +246,15 @@ export const hostRoutes: FastifyPluginAsyncZod<HostRoutesOptions> = async (app, 
         response: { 200: ConsumeResult, ...inputErrors, ...errorResponses(409) },
       },
     },
-    async (request) => store.consume(actingTenant(who(request)), request.params.id, request.body.worker),
+    async (request) => {
+      const tenant = actingTenant(who(request));
+      const span = consumeSpan(res.tracing, requestTrace(request), tenant ?? "", request.params.id);
+      return inSpan(span, async () => {
+        const c = await store.consume(tenant, request.params.id, request.body.worker);
+        span?.setAttributes({ "rendezvous.consume.first": c.first });
+        return c;
+      });
+    },
   );
 
   app.post(

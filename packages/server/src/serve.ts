@@ -13,6 +13,7 @@ import {
   type Logger,
   loadConfigFile,
   parseConfig,
+  startTracing,
 } from "@rendezvous/engine";
 import { buildApp, defaultPerAddress, defaultPerClient } from "@rendezvous/http";
 import { continuationQueues } from "@rendezvous/protocol";
@@ -93,11 +94,20 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
     throw err;
   }
 
+  // tracing (docs/api.md, Tracing): loaded only when the OTEL_* variables ask for it
+  let tracing: Awaited<ReturnType<typeof startTracing>>;
+  try {
+    tracing = await startTracing(kind, log);
+  } catch (err) {
+    await cleanUp();
+    throw err;
+  }
   const res = createResources({
     redisUrl,
     config,
     prefix: env.RENDEZVOUS_PREFIX,
     logger: log,
+    tracing,
     commandTimeoutMs: env.RENDEZVOUS_REDIS_COMMAND_TIMEOUT_MS,
   });
   let started: RunningRoles | undefined;
@@ -154,6 +164,8 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
           if (planner && planner !== roles.scheduler?.planner) await planner.close();
           await res.close();
           await cleanUp();
+          // the spans still buffered go out before exit
+          await tracing.shutdown().catch((err: unknown) => log.warn({ err }, "tracing: flush on stop failed"));
           log.info("stopped");
         })();
         return stopping;
@@ -163,6 +175,7 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
     await started?.stop();
     await res.close();
     await cleanUp();
+    await tracing.shutdown().catch(() => undefined);
     throw listenRefusal(err, host, port);
   }
 }
