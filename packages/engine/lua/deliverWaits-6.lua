@@ -14,7 +14,8 @@
   ARGV[2] payload        raw payload JSON or ""
   ARGV[3] retentionMs
   ARGV[4] now            "" = Redis TIME
-  ARGV[5..] waitIds
+  ARGV[5] trace          "" or the delivery's trace context text (the outbox entries' t)
+  ARGV[6..] waitIds
 
   Returns { OK, deliveredWaitIds }
   Appends: resolved history entries (kind deliver) and outbox entries.
@@ -28,7 +29,7 @@ local tenantPrefix, payload, retentionMs = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local now = nowMs(ARGV[4])
 
 local delivered = {}
-for i = 5, #ARGV do
+for i = 6, #ARGV do
   local waitId = ARGV[i]
   local wait = loadOwnWait(keys.waits, waitId, tenantPrefix)
   if wait ~= nil and wait["s"] == "w" and (wait["dl"] == nil or now <= wait["dl"]) then
@@ -36,7 +37,7 @@ for i = 5, #ARGV do
     if payload ~= "" then
       resolution["pl"] = payload
     end
-    settleWait(keys, waitId, wait, "r", resolution, { at = now, w = "resolved", k = "d" }, now, retentionMs)
+    settleWait(keys, waitId, wait, "r", resolution, { at = now, w = "resolved", k = "d" }, now, retentionMs, nil, ARGV[5])
     delivered[#delivered + 1] = waitId
   end
 end

@@ -148,14 +148,18 @@ export class WaitsSystem {
     });
   }
 
-  /** Cancels a waiting wait. @throws RendezvousError not_found, not_waiting */
-  async cancel(tenant: string | null, waitId: string): Promise<Wait> {
+  /**
+   * Cancels a waiting wait; `trace`, the cancel's trace context, goes on its outbox entry.
+   * @throws RendezvousError not_found, not_waiting
+   */
+  async cancel(tenant: string | null, waitId: string, trace?: TraceCarrier): Promise<Wait> {
     const reply = await this.ctx.run(
       cancelWaitCall(this.ctx.partitionOf(waitId), {
         waitId,
         tenantPrefix: tenantPrefix(tenant),
         retentionMs: this.ctx.config.retentionMs,
         now: this.ctx.now(),
+        trace: traceText(trace),
       }),
     );
     return cancelWaitResult(waitId, reply);
@@ -241,7 +245,11 @@ export class WaitsSystem {
    * more than one candidate without `all` is refused and nothing is resolved.
    * @throws RendezvousError ambiguous
    */
-  async deliver(tenant: string, req: DeliverRequest): Promise<{ delivered: string[]; matched: number }> {
+  async deliver(
+    tenant: string,
+    req: DeliverRequest,
+    trace?: TraceCarrier,
+  ): Promise<{ delivered: string[]; matched: number }> {
     const { keys, config } = this.ctx;
     const now = this.ctx.now();
     const partitions =
@@ -279,6 +287,7 @@ export class WaitsSystem {
             retentionMs: config.retentionMs,
             waitIds: x.ids,
             now,
+            trace: traceText(trace),
           }),
         ),
     );

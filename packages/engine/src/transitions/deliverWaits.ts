@@ -12,6 +12,8 @@ export interface DeliverWaitsArgs {
   retentionMs: number;
   waitIds: string[];
   now?: number;
+  /** the delivery's trace context text, written on the outbox entries ("" or absent: none) */
+  trace?: string;
 }
 
 export function deliverWaitsCall(k: PartitionKeys, a: DeliverWaitsArgs): ScriptCall {
@@ -20,6 +22,7 @@ export function deliverWaitsCall(k: PartitionKeys, a: DeliverWaitsArgs): ScriptC
     payload: a.payload ?? "",
     retentionMs: a.retentionMs,
     now: clock(a.now),
+    trace: a.trace ?? "",
     waitIds: a.waitIds,
   });
 }
