@@ -32,7 +32,7 @@ import { z } from "zod";
 import { authenticateHost, type CredentialIndex, type HostIdentity, readTenant } from "./auth.js";
 // wait metadata has the same nesting bound as an event payload
 import { MAX_JSON_DEPTH, nestedDeeperThan } from "./producers/validation.js";
-import { consumeSpan, inSpan, requestTrace } from "./request-tracing.js";
+import { childSpan, consumeSpan, inSpan, requestTrace, spanTrace } from "./request-tracing.js";
 
 export interface HostRoutesOptions {
   res: Resources;
@@ -214,7 +214,16 @@ export const hostRoutes: FastifyPluginAsyncZod<HostRoutesOptions> = async (app, 
         response: { 200: WaitResponse, ...errors, ...errorResponses(409) },
       },
     },
-    async (request) => ({ wait: await store.cancel(actingTenant(who(request)), request.params.id) }),
+    async (request) => {
+      const span = childSpan(request, res.tracing, "rendezvous.cancel", "internal", {
+        "rendezvous.wait.id": request.params.id,
+        "rendezvous.resolution.kind": "cancel",
+      });
+      // the cancel's context goes on with the continuation (the registration is linked there)
+      return inSpan(span, async () => ({
+        wait: await store.cancel(actingTenant(who(request)), request.params.id, spanTrace(span, request)),
+      }));
+    },
   );
 
   app.get(
@@ -271,7 +280,15 @@ export const hostRoutes: FastifyPluginAsyncZod<HostRoutesOptions> = async (app, 
     },
     async (request) => {
       const tenant = readTenant(who(request), request.query.tenant, config.tenants);
-      const result = await store.deliver(tenant, request.body);
+      const span = childSpan(request, res.tracing, "rendezvous.deliver", "internal", {
+        "rendezvous.tenant": tenant,
+        "rendezvous.resolution.kind": "deliver",
+      });
+      const result = await inSpan(span, async () => {
+        const r = await store.deliver(tenant, request.body, spanTrace(span, request));
+        span?.setAttributes({ "rendezvous.waits.delivered": r.delivered.length });
+        return r;
+      });
       if (result.delivered.length > 0)
         res.metrics.resolutions.inc({ kind: "deliver", tenant }, result.delivered.length);
       return result;
