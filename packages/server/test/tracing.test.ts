@@ -4,14 +4,21 @@
  * in this test. One event sent with a `traceparent` gives spans from every process, each
  * the child of the one before (producer request → accepted → matched → dispatched →
  * consumed), the match and the dispatch linking the wait's registration; a re-send under
- * another trace stays a duplicate.
+ * another trace stays a duplicate. A host BullMQ `Worker` with bullmq-otel continues the
+ * trace from the job; timeouts (a `scheduler` process), cancels and deliveries give
+ * spans in the registration's or the request's trace.
  */
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type ConfigInput, createResources, parseConfig } from "@rendezvous/engine";
+import { context, trace } from "@opentelemetry/api";
+import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-node";
+import { type ConfigInput, createResources, parseConfig, type Resources } from "@rendezvous/engine";
 import { type CliProcess, eventually, redisUrl, spawnCli, trackOpen, uniquePrefix } from "@rendezvous/testkit";
+import { continuationQueueName } from "@rendezvous/workers";
+import { Worker } from "bullmq";
+import { BullMQOtel } from "bullmq-otel";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "./otlp-receiver.js";
@@ -29,6 +36,11 @@ const CONFIG: ConfigInput = {
       hostKeys: ["hk_acme_trace"],
       producers: { billing: { keys: ["pk_billing_trace"], eventTypes: ["order.*"] } },
     },
+    // taken by a BullMQ worker of this test, not over HTTP
+    globex: {
+      hostKeys: ["hk_globex_trace"],
+      producers: { shop: { keys: ["pk_shop_trace"], eventTypes: ["order.*"] } },
+    },
   },
 };
 
@@ -43,6 +55,7 @@ let receiver: OtlpReceiver;
 let api: CliProcess;
 let roles: CliProcess[] = [];
 let base = "";
+let res: Resources;
 const prefix = uniquePrefix("trace");
 
 beforeAll(async () => {
@@ -61,12 +74,12 @@ beforeAll(async () => {
   const role = (name: string) =>
     spawnCli([name, "--config", configFile, "--redis-url", redisUrl(), "--port", "0"], env);
   api = role("api");
-  roles = [api, role("matcher"), role("dispatcher")];
+  roles = [api, role("matcher"), role("dispatcher"), role("scheduler")];
   for (const r of roles) await r.waitFor(/listening on/, 30_000);
   const m = await api.waitFor(/listening on (http:\/\/[0-9.:]+)/);
   base = m[1] as string;
-  // (the keys this test's processes wrote are cleaned with the rest of the run's Redis)
-  const res = createResources({
+  // a connection for the host's BullMQ worker (the run's private Redis, this test's prefix)
+  res = createResources({
     redisUrl: redisUrl(),
     prefix,
     config: parseConfig(CONFIG),
@@ -204,5 +217,100 @@ describe("tracing across api, matcher and dispatcher processes", () => {
     expect(idsOf(lease?.traceparent as string).spanId).toBe(dispatch.spanId);
     expect(consume.parentSpanId).toBe(dispatch.spanId);
     expect(consume.links).toContainEqual({ traceId: claim.traceId, spanId: claimSpan.spanId });
+  }, 60_000);
+  it("a host BullMQ Worker configured with bullmq-otel continues the trace from the continuation job", async () => {
+    const exporter = new InMemorySpanExporter();
+    const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    provider.register(); // the W3C propagator and the context manager bullmq-otel uses
+    const seen: Array<{ id: string | undefined; traceId: string | undefined }> = [];
+    const worker = new Worker(
+      continuationQueueName("globex"),
+      async (job) => {
+        seen.push({ id: job.id, traceId: trace.getSpan(context.active())?.spanContext().traceId });
+      },
+      { connection: res.connect("bullmq-host", { blocking: true }), prefix, telemetry: new BullMQOtel({ tracerName: "host" }) },
+    );
+    try {
+      const registered = await post(
+        "/v1/waits",
+        { runId: "run-g1", position: "pay", eventType: "order.paid", correlationId: "g-1" },
+        { authorization: "Bearer hk_globex_trace", "content-type": "application/json" },
+      );
+      expect(registered.status).toBe(201);
+      const waitId = (registered.body.wait as { id: string }).id;
+      const producer = traceparent();
+      const sent = await post(
+        "/v1/events",
+        { id: "evt-g1", type: "order.paid", correlationId: "g-1" },
+        {
+          authorization: "Bearer pk_shop_trace",
+          "rendezvous-producer": "globex/shop",
+          "content-type": "application/json",
+          traceparent: producer.header,
+        },
+      );
+      expect(sent.status).toBe(202);
+      await eventually(async () => seen.length > 0 && exporter.getFinishedSpans().length > 0, 15_000, 50);
+      expect(seen[0]).toEqual({ id: waitId, traceId: producer.traceId });
+      const dispatch = await spanOf(producer.traceId, "rendezvous.dispatch", "rendezvous-dispatcher");
+      const processSpan = exporter.getFinishedSpans().find((s) => s.name.startsWith("process"));
+      expect(processSpan?.spanContext().traceId).toBe(producer.traceId);
+      expect(processSpan?.parentSpanContext?.spanId).toBe(dispatch.spanId);
+    } finally {
+      await worker.close();
+      await provider.shutdown();
+      trace.disable();
+      context.disable();
+    }
+  }, 60_000);
+
+  it("timeout, cancel and deliver: a span of the resolution; the continuation carries the context on", async () => {
+    const register = async (runId: string, correlationId: string, timeoutMs?: number) => {
+      const tp = traceparent();
+      const r = await post(
+        "/v1/waits",
+        { runId, position: "p", eventType: "order.shipped", correlationId, ...(timeoutMs ? { timeoutMs } : {}) },
+        { ...HOST, traceparent: tp.header },
+      );
+      expect(r.status).toBe(201);
+      const span = await spanOf(tp.traceId, "POST /v1/waits", "rendezvous-api");
+      return { id: (r.body.wait as { id: string }).id, tp, span };
+    };
+    const timedOut = await register("run-t3", "x-1", 200);
+    const cancelled = await register("run-t4", "x-2");
+    const delivered = await register("run-t5", "x-3");
+
+    const cancel = traceparent();
+    const cancelRes = await fetch(`${base}/v1/waits/${cancelled.id}`, {
+      method: "DELETE",
+      headers: { authorization: HOST.authorization, traceparent: cancel.header },
+    });
+    expect(cancelRes.status).toBe(200);
+    const deliver = traceparent();
+    const d = await post(
+      "/v1/deliver",
+      { eventType: "order.shipped", correlationId: "x-3" },
+      { ...HOST, traceparent: deliver.header },
+    );
+    expect(d.body.delivered).toEqual([delivered.id]);
+
+    // the timeout: in the registration's trace, as is its continuation's dispatch
+    const timeout = await spanOf(timedOut.tp.traceId, "rendezvous.timeout", "rendezvous-scheduler");
+    expect(timeout.parentSpanId).toBe(timedOut.span.spanId);
+    expect(timeout.attributes["rendezvous.wait.id"]).toBe(timedOut.id);
+    const timeoutDispatch = await spanOf(timedOut.tp.traceId, "rendezvous.dispatch", "rendezvous-dispatcher");
+    expect(timeoutDispatch.parentSpanId).toBe(timedOut.span.spanId);
+
+    // cancel and deliver: in the request's trace, the registration linked from the dispatch
+    for (const [request, wait, name] of [
+      [cancel, cancelled, "rendezvous.cancel"],
+      [deliver, delivered, "rendezvous.deliver"],
+    ] as const) {
+      const resolution = await spanOf(request.traceId, name, "rendezvous-api");
+      const dispatch = await spanOf(request.traceId, "rendezvous.dispatch", "rendezvous-dispatcher");
+      expect(dispatch.parentSpanId).toBe(resolution.spanId);
+      expect(dispatch.attributes["rendezvous.wait.id"]).toBe(wait.id);
+      expect(dispatch.links).toContainEqual({ traceId: wait.tp.traceId, spanId: wait.span.spanId });
+    }
   }, 60_000);
 });
