@@ -1,0 +1,114 @@
+/**
+ * Tracing off (no OTEL_* variables; docs/api.md, Tracing) against a real `rendezvous start`:
+ * the process loads no SDK and records no span, yet a `traceparent` sent with an event is
+ * kept as received and carried to the continuation (the HTTP lease and the BullMQ job's
+ * telemetry metadata), so a tracing host continues the producer's trace; an event sent
+ * without one stores nothing for it and its continuation carries none.
+ */
+import { redisUrl } from "@rendezvous/testkit";
+import { continuationQueueName } from "@rendezvous/workers";
+import { Queue } from "bullmq";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { bearer, client, producerKey, type Started, startServer, until } from "./e2e-helpers.js";
+
+const CONFIG = {
+  partitions: 2,
+  tenants: {
+    acme: {
+      hostKeys: ["hk_acme_off"],
+      producers: { billing: { keys: ["pk_billing_off"], eventTypes: ["order.*"] } },
+    },
+  },
+};
+const OFF = {
+  OTEL_TRACES_EXPORTER: undefined,
+  OTEL_EXPORTER_OTLP_ENDPOINT: undefined,
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: undefined,
+};
+const TP = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+let server: Started;
+beforeAll(async () => {
+  server = await startServer({ config: CONFIG, env: OFF });
+}, 40_000);
+afterAll(async () => {
+  if (server) expect((await server.proc.terminate()).code).toBe(0);
+});
+
+const host = () => client(server.url, bearer("hk_acme_off"));
+const producer = () => client(server.url, producerKey("acme/billing", "pk_billing_off"));
+
+async function continuation(waitId: string) {
+  const got = await until(async () => {
+    const r = await host().post("/v1/continuations/claim", { worker: "w", waitMs: 2000 });
+    return r.body.continuations.find((c: { waitId: string }) => c.waitId === waitId);
+  });
+  await host().post(`/v1/continuations/${got.leaseId}/ack`, {});
+  return got as { traceparent?: string; tracestate?: string };
+}
+
+describe("tracing off", () => {
+  it("keeps a traceparent as received and carries it to the lease and the BullMQ job", async () => {
+    expect(server.proc.output()).not.toContain("tracing on");
+    const w = await host().post("/v1/waits", {
+      runId: "r-off-1",
+      position: "p",
+      eventType: "order.paid",
+      correlationId: "o-off-1",
+    });
+    expect(w.status).toBe(201);
+    const sent = await producer().post(
+      "/v1/events",
+      { id: "e-off-1", type: "order.paid", correlationId: "o-off-1" },
+      { headers: { traceparent: TP, tracestate: "vendor=1" } },
+    );
+    expect(sent.status).toBe(202);
+
+    // the BullMQ job carries it as bullmq-otel would read it
+    const conn = new Redis(redisUrl(), { maxRetriesPerRequest: null });
+    const queue = new Queue(continuationQueueName("acme"), { connection: conn, prefix: server.prefix });
+    try {
+      const job = await until(async () => (await queue.getJob(w.body.wait.id)) ?? undefined);
+      expect(JSON.parse(job.opts.telemetry?.metadata ?? "null")).toEqual({ traceparent: TP, tracestate: "vendor=1" });
+      expect(job.data.id).toBe(w.body.wait.id);
+    } finally {
+      await queue.close();
+      conn.disconnect();
+    }
+    const lease = await continuation(w.body.wait.id);
+    expect(lease.traceparent).toBe(TP);
+    expect(lease.tracestate).toBe("vendor=1");
+
+    // a re-send under another trace: still a duplicate
+    const again = await producer().post(
+      "/v1/events",
+      { id: "e-off-1", type: "order.paid", correlationId: "o-off-1" },
+      { headers: { traceparent: "00-11111111111111111111111111111111-2222222222222222-01" } },
+    );
+    expect(again.status).toBe(200);
+    expect(again.body.status).toBe("duplicate");
+  });
+
+  it("without a traceparent (or with a malformed one) the continuation carries none", async () => {
+    for (const [i, headers] of (
+      [{}, { traceparent: "not-a-traceparent" }] as Array<Record<string, string>>
+    ).entries()) {
+      const w = await host().post("/v1/waits", {
+        runId: `r-off-2-${i}`,
+        position: "p",
+        eventType: "order.paid",
+        correlationId: `o-off-2-${i}`,
+      });
+      const sent = await producer().post(
+        "/v1/events",
+        { id: `e-off-2-${i}`, type: "order.paid", correlationId: `o-off-2-${i}` },
+        { headers },
+      );
+      expect(sent.status).toBe(202);
+      const lease = await continuation(w.body.wait.id);
+      expect(lease).not.toHaveProperty("traceparent");
+      expect(lease).not.toHaveProperty("tracestate");
+    }
+  });
+});
