@@ -5,6 +5,10 @@
  * telemetry metadata), so a tracing host continues the producer's trace; an event sent
  * without one stores nothing for it and its continuation carries none.
  */
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { redisUrl } from "@rendezvous/testkit";
 import { continuationQueueName } from "@rendezvous/workers";
 import { Queue } from "bullmq";
@@ -28,9 +32,17 @@ const OFF = {
 };
 const TP = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
+/** every package module the server resolves is written here (module-log-hook.mjs) */
+const moduleLog = join(mkdtempSync(join(tmpdir(), "trace-off-")), "modules.txt");
+const hook = fileURLToPath(new URL("./module-log-hook.mjs", import.meta.url));
+
 let server: Started;
 beforeAll(async () => {
-  server = await startServer({ config: CONFIG, env: OFF });
+  writeFileSync(moduleLog, "");
+  server = await startServer({
+    config: CONFIG,
+    env: { ...OFF, NODE_OPTIONS: `--import=${hook}`, MODULE_LOG_FILE: moduleLog, MODULE_LOG_MATCH: "/node_modules/" },
+  });
 }, 40_000);
 afterAll(async () => {
   if (server) expect((await server.proc.terminate()).code).toBe(0);
@@ -88,6 +100,14 @@ describe("tracing off", () => {
     );
     expect(again.status).toBe(200);
     expect(again.body.status).toBe("duplicate");
+  });
+
+  it("loads no OpenTelemetry module at all", () => {
+    // (after the events, leases and consumes above: every path has run)
+    expect(server.proc.output()).toContain("listening on");
+    const loaded = readFileSync(moduleLog, "utf8");
+    expect(loaded).toContain("/node_modules/fastify/"); // the hook saw the server's modules
+    expect(loaded).not.toContain("@opentelemetry");
   });
 
   it("without a traceparent (or with a malformed one) the continuation carries none", async () => {
