@@ -25,9 +25,10 @@
                      canonical payload JSON, buffer retention in ms); this script
                      completes it with sid, at and st, so it does no JSON work. One
                      argument: cheaper to send.
-  ARGV[4] traces     "" when no event has a trace context; else one packed field
-                     (nextField) per event of ARGV[3], in order: its trace context
-                     text, "" for none. Written as the entry's field t (stream-entries).
+  ARGV[4..] traces   absent when no event has a trace context (nothing more sent);
+                     else one argument, a packed field (nextField) per event of ARGV[3],
+                     in order: its trace context text, "" for none. Written as the
+                     entry's field t (stream-entries).
 
   Returns { streamId ("" when nothing was appended), codes, records }
     codes     one digit per event, in order: CREATED (appended now, at streamId) or
@@ -52,7 +53,7 @@ local eventKeys, heads, fields, stored = loadEventRows(keys.events, ARGV[3])
 
 -- the event keys to append now (a key repeated in the call is appended once), and
 -- their trace context parts when the call has any
-local traces = ARGV[4] ~= "" and unpackRows(ARGV[4], 1)[1] or nil
+local traces = ARGV[4] and unpackRows(ARGV[4], 1)[1] or nil
 local fresh, seen, traceParts = {}, {}, nil
 if traces then
   traceParts = {}

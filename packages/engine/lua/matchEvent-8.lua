@@ -27,9 +27,9 @@
   ARGV[4] retentionMs  how long a settled wait is kept
   ARGV[5] now          "" = Redis TIME
   ARGV[6] idPrefix     "w<partition>.": the wait ids of this partition start with it
-  ARGV[7] trace        "" or the match's trace context text: written on the outbox
-                       entries of the resolutions (field t), and the reply then names
-                       the registration context of each wait it resolved
+  ARGV[7..] trace      absent (nothing sent) or the match's trace context text: written
+                       on the outbox entries of the resolutions (field t), and the reply
+                       then names the registration context of each wait it resolved
 
   Returns
     { OK, status, matchedWaitIds, lateWaitIds, registrationTraces }
@@ -54,7 +54,7 @@ local streamId, eventKey = ARGV[1], ARGV[2]
 local fanoutCap, retentionMs = ARGV[3] + 0, ARGV[4] + 0
 local now = nowMs(ARGV[5])
 local idPrefix = ARGV[6]
-local trace = ARGV[7]
+local trace = ARGV[7] or ""
 
 local ev = loadEvent(keys.events, eventKey)
 if ev == nil then
@@ -75,7 +75,9 @@ end
 local mk = ev["mk"]
 local at = ev["at"]
 local ref = eventRef(ev)
-local matched, late, registrations = {}, {}, {}
+local matched, late = {}, {}
+-- (only with a trace: no table, no reply element otherwise)
+local registrations = trace ~= "" and {} or nil
 
 local function noteLate(waitId, wait)
   wait["late"] = wait["late"] or {}
@@ -112,7 +114,7 @@ while #matched < fanoutCap do
         -- (the member names this wait: its index key is the wait's, as mk is)
         resolveByEvent(keys, waitId, wait, ev, ref, now, retentionMs, member, trace)
         matched[#matched + 1] = waitId
-        if trace ~= "" then
+        if registrations then
           registrations[#matched] = wait["tc"] or ""
         end
       end
@@ -163,4 +165,7 @@ ev["ik"] = nil -- (only the match reads it)
 if #matched > 0 then ev["mw"] = matched end
 if #late > 0 then ev["lf"] = late end
 saveEvent(keys.events, eventKey, ev)
-return { C_OK, ev["st"], matched, late, registrations }
+if registrations then
+  return { C_OK, ev["st"], matched, late, registrations }
+end
+return { C_OK, ev["st"], matched, late }

@@ -25,11 +25,11 @@ export function appendEventsCall(k: PartitionKeys, a: AppendEventsArgs): ScriptC
     if (e.trace) traced = true;
   }
   // the traces argument only when an event has one: nothing more to send or store otherwise
-  let traces: string | Buffer = "";
+  const traces: Buffer[] = [];
   if (traced) {
     const t = new Packer(a.events.length * 64);
     for (const e of a.events) t.field(e.trace ?? "");
-    traces = t.done();
+    traces.push(t.done());
   }
   return transitionCall("appendEvents", k, { keepMs: a.keepMs, now: clock(a.now), events: packed.done(), traces });
 }

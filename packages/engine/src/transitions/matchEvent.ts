@@ -34,7 +34,7 @@ export function matchEventCall(k: PartitionKeys, a: MatchEventArgs): ScriptCall 
     retentionMs: a.retentionMs,
     now: clock(a.now),
     idPrefix: a.idPrefix,
-    trace: a.trace ?? "",
+    trace: a.trace ? [a.trace] : [],
   });
 }
 
