@@ -228,7 +228,11 @@ describe("tracing across api, matcher and dispatcher processes", () => {
       async (job) => {
         seen.push({ id: job.id, traceId: trace.getSpan(context.active())?.spanContext().traceId });
       },
-      { connection: res.connect("bullmq-host", { blocking: true }), prefix, telemetry: new BullMQOtel({ tracerName: "host" }) },
+      {
+        connection: res.connect("bullmq-host", { blocking: true }),
+        prefix,
+        telemetry: new BullMQOtel({ tracerName: "host" }),
+      },
     );
     try {
       const registered = await post(
