@@ -54,7 +54,10 @@ for _, member in ipairs(due) do
   elseif kind == "w" then
     local wait = loadWait(keys.waits, rest)
     if wait ~= nil then
-      redis.call("ZREM", keys.done, waitMember(wait, rest))
+      if redis.call("ZREM", keys.done, waitMember(wait, rest)) == 0 then
+        -- indexed before the layout change
+        redis.call("ZREM", keys.done, indexKey(wait["mk"], nil, true) .. waitIdBody(rest))
+      end
       redis.call("HDEL", keys.waits, rest)
       expiredWaits[#expiredWaits + 1] = wait["mk"]
       expiredWaits[#expiredWaits + 1] = wait["r"]

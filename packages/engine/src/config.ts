@@ -8,8 +8,6 @@ import {
   RendezvousError,
 } from "@rendezvous/protocol";
 import { z } from "zod";
-import { encodeParts } from "./encoding.js";
-import { digest4 } from "./keys.js";
 
 const DAY = 86_400_000;
 
@@ -211,20 +209,6 @@ export function parseConfig(input: unknown): Config {
       }
       seen.set(key, `tenants.${tenant}.hostKeys`);
     }
-  }
-  // The wait indexes group a tenant's waits under a 4-character digest of its name;
-  // two configured tenants must not share one (per-tenant counts rely on it).
-  const digests = new Map<string, string>();
-  for (const tenant of Object.keys(config.tenants)) {
-    const d = digest4(encodeParts(tenant));
-    const other = digests.get(d);
-    if (other !== undefined) {
-      throw new RendezvousError(
-        "invalid_config",
-        `invalid config: tenants.${tenant}: its index digest equals that of tenant ${other}; rename one of them`,
-      );
-    }
-    digests.set(d, tenant);
   }
   continuationQueues(config.tenants);
   return config;

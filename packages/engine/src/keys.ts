@@ -144,6 +144,11 @@ export class KeyLayout {
     return members.indexKey(tenant, eventType, correlationId);
   }
 
+  /** The legacy index key of an {@link indexKey} of `tenant`: see {@link members.legacyIndexKey}. */
+  legacyIndexKey(tenant: string, ik: string): string {
+    return members.legacyIndexKey(tenant, ik);
+  }
+
   /** The wait id of a run position whose match key lies in `partition`. */
   waitId(tenant: string, runId: string, position: string, partition: number): string {
     return members.waitIdOf(partition, members.positionDigest(tenant, runId, position));

@@ -66,12 +66,14 @@ export class IngestSystem {
       // database would): one serialization serves the content hash and the record.
       const payloadJson = e.payload === undefined ? undefined : (e.canonicalPayload ?? canonicalJson(e.payload));
       const content = canonicalContent(e, payloadJson);
+      const indexKey = keys.indexKey(tenant, e.type, e.correlationId);
       return {
         input: e,
         payloadJson,
         eventKey,
         matchKey,
-        indexKey: keys.indexKey(tenant, e.type, e.correlationId),
+        indexKey,
+        legacyIndexKey: keys.legacyIndexKey(tenant, indexKey),
         eventPartition: keys.partition(keys.place(eventKey)),
         matchPartition,
         dedup: dedupRecord(digest(content, 22), matchPartition),
