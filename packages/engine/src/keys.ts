@@ -44,6 +44,14 @@ export { digest4, tagPartition, untagPartition } from "./formats/index-members.j
  * The one owner of every key name. Partition of a match key, a run key or an
  * event key is a stable hash (FNV-1a) of its encoded tuple, mod the partition count.
  */
+/** The keys of one tenant's quotas (KeyLayout.tenantQuota). */
+export interface TenantQuotaKeys {
+  readonly counts: string;
+  readonly hostRate: string;
+  readonly producerRate: string;
+  ownRate(producer: string): string;
+}
+
 export class KeyLayout {
   readonly prefix: string;
   readonly partitions: number;
@@ -97,6 +105,21 @@ export class KeyLayout {
   /** Every partition index, 0 … P-1. */
   allPartitions(): number[] {
     return Array.from({ length: this.partitions }, (_, i) => i);
+  }
+
+  /**
+   * A tenant's quota keys, all in the tenant's own slot `{<prefix>:q:<tenant>}` (tenant
+   * names are `[A-Za-z0-9._-]`, so the tag is the name): its counts (hash w, b), the
+   * limiter of its host requests and of its producers' events, and a producer's own.
+   */
+  tenantQuota(tenant: string): TenantQuotaKeys {
+    const tag = `{${this.prefix}:q:${tenant}}`;
+    return {
+      counts: `${tag}:c`,
+      hostRate: `${tag}:rh`,
+      producerRate: `${tag}:rp`,
+      ownRate: (producer: string) => `${tag}:rp:${producer}`,
+    };
   }
 
   /** The partition of an encoded key (FNV-1a modulo the partition count). */

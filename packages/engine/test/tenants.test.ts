@@ -35,7 +35,7 @@ async function toLegacyMember(h: Harness, tenant: string, waitId: string, index:
   const k = h.store.keys.partition(p);
   const key = index === "waiting" ? k.waiting : k.done;
   const body = waitId.slice(waitId.indexOf(".") + 1);
-  const members = (await h.redis.zrange(key, 0, -1)).filter((m) => m.endsWith(body));
+  const members = (await h.redis.zrange(key, "0", "-1")).filter((m) => m.endsWith(body));
   expect(members).toHaveLength(1);
   const member = members[0] as string;
   const encoded = encodeParts(tenant);
@@ -159,7 +159,7 @@ describe("waits indexed before the change (legacy members)", () => {
     // an event resolves a legacy-indexed wait; the legacy member leaves, the done index has the current one
     const ingested = await ingestOne(h, event("e1", "job-1"));
     expect(await matchOne(h, ingested)).toMatchObject({ status: "matched", matched: [w1.id] });
-    const all = async (key: string) => h.redis.zrange(key, 0, -1);
+    const all = async (key: string) => h.redis.zrange(key, "0", "-1");
     expect((await all(k.waiting)).some((m) => m.endsWith(w1.id.slice(-16)))).toBe(false);
     expect((await all(k.done)).filter((m) => m.endsWith(w1.id.slice(-16)))).toEqual([
       h.store.keys.indexKey("acme", "job.done", "job-1") + w1.id.slice(-16),
@@ -203,7 +203,7 @@ describe("waits indexed before the change (legacy members)", () => {
     }
     const fresh = (await h.store.register("acme", spec("r-new", "job-new"))).wait;
     // the cursor the previous version gave after 2 waits: source 0 (its waiting index), after the 2nd member
-    const legacyMembers = (await h.redis.zrange(h.store.keys.partition(0).waiting, 0, -1)).filter(
+    const legacyMembers = (await h.redis.zrange(h.store.keys.partition(0).waiting, "0", "-1")).filter(
       (m) => !m.includes(":"),
     );
     const cursor = Buffer.from(JSON.stringify({ s: 0, m: legacyMembers[1] })).toString("base64url");

@@ -115,7 +115,13 @@ export class WaitsSystem {
         indexKey: keys.indexKey(tenant, spec.eventType, spec.correlationId),
       }),
     );
-    return registerWaitResult(waitId, reply);
+    const result = registerWaitResult(waitId, reply);
+    if (result.created) {
+      // a new waiting wait, or one a buffered event resolved at once (that event is no longer buffered)
+      const delta = result.wait.state === "waiting" ? { waiting: 1 } : { buffered: -1 };
+      await this.ctx.noteCounts(new Map([[tenant, delta]]));
+    }
+    return result;
   }
 
   /** The raw record of a wait, whatever its tenant (internal). */
@@ -155,7 +161,9 @@ export class WaitsSystem {
         now: this.ctx.now(),
       }),
     );
-    return cancelWaitResult(waitId, reply);
+    const wait = cancelWaitResult(waitId, reply);
+    await this.ctx.noteCounts(new Map([[wait.tenant, { waiting: -1 }]]));
+    return wait;
   }
 
   /** Claims a settled wait's continuation; `first` is true for exactly one caller. */
@@ -280,6 +288,8 @@ export class WaitsSystem {
           }),
         ),
     );
-    return { delivered: resolved.flatMap(deliverWaitsIds), matched: candidates.length };
+    const delivered = resolved.flatMap(deliverWaitsIds);
+    await this.ctx.noteCounts(new Map(delivered.length > 0 ? [[tenant, { waiting: -delivered.length }]] : []));
+    return { delivered, matched: candidates.length };
   }
 }
