@@ -40,6 +40,8 @@ export interface QuotaRequest {
   producer?: { id: string; perSec: number | undefined };
   /** requests or events the request takes @defaultValue 1 */
   n?: number;
+  /** a fixed clock, ms (tests only); else Redis TIME */
+  now?: number;
 }
 
 /** Changes to one tenant's counts. */
@@ -111,7 +113,7 @@ export class Quotas {
         perSec: perSec ?? "",
         ownPerSec: own ?? "",
         n: req.n ?? 1,
-        now: "",
+        now: req.now === undefined ? "" : String(req.now),
       },
     );
     const [code, a, b] = asReply(await runScript(this.redis, call), "takeQuota");

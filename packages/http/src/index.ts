@@ -66,6 +66,6 @@ export {
   type Refused,
 } from "./producers/validation.js";
 export * from "./queue-metrics.js";
-export { RateLimiter, type Take } from "./rate-limit.js";
+export { QuotaGate } from "./rate-limit.js";
 export * from "./readiness.js";
 export { clientAborted, closeUnreadBodies } from "./unread-body.js";
