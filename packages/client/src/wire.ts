@@ -156,6 +156,7 @@ export type ErrorCode =
   | "not_waiting"
   | "not_resolved"
   | "lease_expired"
+  | "quota_exceeded"
   | "unavailable"
   | "invalid_config"
   | "internal";

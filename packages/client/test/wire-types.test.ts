@@ -50,6 +50,7 @@ describe("wire types", () => {
       not_waiting: true,
       not_resolved: true,
       lease_expired: true,
+      quota_exceeded: true,
       unavailable: true,
       invalid_config: true,
       internal: true,
