@@ -13,7 +13,7 @@
  *   (the waits and events are set up before the counters are zeroed);
  * - dispatch: a Dispatcher handing out N resolved waits from the outboxes (the BullMQ
  *   job, continuation_dispatched, the ack; the waits are resolved before the zeroing);
- * - quota: the quota check of N single-event producer requests (lua/takeQuota-3.lua:
+ * - quota: the quota check of N single-event producer requests (lua/takeQuota-1.lua:
  *   the tenant's bufferedEvents count, its producerEventsPerSec and the producer's own
  *   rateLimitPerSec, all three limits set, none reached), one script call each; a batch
  *   request makes one check for all its events.

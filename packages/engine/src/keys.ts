@@ -44,12 +44,10 @@ export { digest4, tagPartition, untagPartition } from "./formats/index-members.j
  * The one owner of every key name. Partition of a match key, a run key or an
  * event key is a stable hash (FNV-1a) of its encoded tuple, mod the partition count.
  */
-/** The keys of one tenant's quotas (KeyLayout.tenantQuota). */
+/** The key of one tenant's quotas (KeyLayout.tenantQuota). */
 export interface TenantQuotaKeys {
+  /** the hash of its counts and limiters */
   readonly counts: string;
-  readonly hostRate: string;
-  readonly producerRate: string;
-  ownRate(producer: string): string;
 }
 
 export class KeyLayout {
@@ -108,18 +106,13 @@ export class KeyLayout {
   }
 
   /**
-   * A tenant's quota keys, all in the tenant's own slot `{<prefix>:q:<tenant>}` (tenant
-   * names are `[A-Za-z0-9._-]`, so the tag is the name): its counts (hash w, b), the
-   * limiter of its host requests and of its producers' events, and a producer's own.
+   * A tenant's quota key, in the tenant's own slot `{<prefix>:q:<tenant>}` (tenant names
+   * are `[A-Za-z0-9._-]`, so the tag is the name): a hash of its counts (`w` waiting
+   * waits, `b` buffered events) and its limiters' arrival times (`h` host requests, `p`
+   * producer events, `p:<producer>` a producer's own rateLimitPerSec).
    */
   tenantQuota(tenant: string): TenantQuotaKeys {
-    const tag = `{${this.prefix}:q:${tenant}}`;
-    return {
-      counts: `${tag}:c`,
-      hostRate: `${tag}:rh`,
-      producerRate: `${tag}:rp`,
-      ownRate: (producer: string) => `${tag}:rp:${producer}`,
-    };
+    return { counts: `{${this.prefix}:q:${tenant}}:c` };
   }
 
   /** The partition of an encoded key (FNV-1a modulo the partition count). */

@@ -6,7 +6,8 @@
  *   transitions (`note`, a second step after the transition's own script: one slot per
  *   script) and set again from the wait indexes and the inbox by `recount`, which the
  *   scheduler runs over the tenants in rounds;
- * - the rate limiters (GCRA, lua/takeQuota-3.lua), taken from before a request is served.
+ * - the rate limiters (GCRA, lua/takeQuota-1.lua; fields of the same hash), taken from
+ *   before a request is served.
  *
  * `check` is one script call per request (none when no limit applies to the request).
  */
@@ -98,19 +99,15 @@ export class Quotas {
     const perSec = req.rate === undefined ? null : limits[req.rate];
     const own = req.producer?.perSec ?? null;
     if (countLimit === null && perSec === null && own === null) return null;
-    const k = this.keys.tenantQuota(req.tenant);
     const call = keyedCall(
       "takeQuota",
-      {
-        counts: k.counts,
-        rate: req.rate === "hostRequestsPerSec" ? k.hostRate : k.producerRate,
-        // (a key of the slot, untouched when there is no producer limit)
-        ownRate: k.ownRate(req.producer?.id ?? ""),
-      },
+      { quota: this.keys.tenantQuota(req.tenant).counts },
       {
         countField: countLimit === null || req.count === undefined ? "" : FIELD[req.count],
         countLimit: countLimit ?? "",
+        rateField: perSec === null ? "" : req.rate === "hostRequestsPerSec" ? "h" : "p",
         perSec: perSec ?? "",
+        ownField: own === null ? "" : `p:${req.producer?.id}`,
         ownPerSec: own ?? "",
         n: req.n ?? 1,
         now: req.now === undefined ? "" : String(req.now),

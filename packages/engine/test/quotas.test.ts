@@ -1,4 +1,4 @@
-/** Quotas in Redis (src/quotas.ts, lua/takeQuota-3.lua): counts beside the transitions, limiters across connections. */
+/** Quotas in Redis (src/quotas.ts, lua/takeQuota-1.lua): counts beside the transitions, limiters across connections. */
 import { redisUrl, trackOpen } from "@rendezvous/testkit";
 import { describe, expect, it } from "vitest";
 import { createRedis, parseConfig, Store } from "../src/index.js";
@@ -140,9 +140,9 @@ describe("rate quotas", () => {
       h2.store.quotas.check({ tenant: "acme", rate: "producerEventsPerSec", producer: { id: "svc", perSec: 2 }, n });
     expect(await own(2)).toBeNull();
     expect(await own(1)).toMatchObject({ kind: "rate", quota: "rateLimitPerSec", limit: 2 });
-    // its keys are in the tenant's slot
-    const keys = h2.store.keys.tenantQuota("acme");
-    expect(await h2.redis.exists(keys.producerRate, keys.ownRate("svc"))).toBe(2);
-    expect(keys.ownRate("svc")).toMatch(new RegExp(`^\\{${h2.prefix}:q:acme\\}:`));
+    // its limiters are fields of the tenant's quota hash, in the tenant's slot
+    const key = h2.store.keys.tenantQuota("acme").counts;
+    expect((await h2.redis.hkeys(key)).sort()).toEqual(["p", "p:svc"]);
+    expect(key).toMatch(new RegExp(`^\\{${h2.prefix}:q:acme\\}:`));
   });
 });

@@ -1,7 +1,7 @@
 /**
  * The HTTP side of the quotas (docs/api.md, Quotas): what the producer and host routes
  * check before they serve a request. The limiters and counts live in Redis, in the
- * tenant's slot (engine/src/quotas.ts, lua/takeQuota-3.lua), so they hold across every
+ * tenant's slot (engine/src/quotas.ts, lua/takeQuota-1.lua), so they hold across every
  * API process: N processes do not allow N times a rate. One script call per request
  * (none when no limit applies); a refusal takes nothing and stores nothing.
  */
