@@ -22,6 +22,8 @@
  * runs some 50× slower, so N is small (default 5,000).
  *
  * `--ingest-batch N` sets the events per ingest call (1: the single-event path);
+ * `--legacy-index` measures a deployment created before 2026-12-01, whose wait indexes
+ * may hold legacy members (the match reads their ranges too; docs/architecture.md);
  * `--only raw|ingest|match|dispatch|quota` runs one case; `--keep DIR` copies each case's dump to
  * DIR/<case>.callgrind for `callgrind_annotate --inclusive=yes DIR/ingest.callgrind`.
  */
@@ -29,7 +31,14 @@ import { spawnSync } from "node:child_process";
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createResources, parseConfig, type RedisServer, type Resources, startRedisServer } from "@rendezvous/engine";
+import {
+  createResources,
+  ensurePartitionCount,
+  parseConfig,
+  type RedisServer,
+  type Resources,
+  startRedisServer,
+} from "@rendezvous/engine";
 import { Dispatcher } from "@rendezvous/workers";
 import { Redis } from "ioredis";
 import { pino } from "pino";
@@ -42,6 +51,13 @@ const BATCH = 500;
 const INGEST_BATCH = args.number("ingest-batch", BATCH);
 const NOTE = "n".repeat(120);
 const ONLY = args.string("only", "");
+const LEGACY_INDEX = args.flag("legacy-index");
+
+/** As a process starts: the deployment's layout read from its meta key (fresh here), or forced legacy. */
+async function deployment(res: Resources): Promise<void> {
+  await ensurePartitionCount(res.store);
+  if (LEGACY_INDEX) res.store.keys.legacyIndex = true;
+}
 const KEEP = args.string("keep", "");
 if (ONLY && !["raw", "ingest", "match", "dispatch", "quota"].includes(ONLY)) {
   throw new Error("--only takes raw, ingest, match, dispatch or quota");
@@ -133,6 +149,7 @@ const ingest = await measure("ingest", async (url) => {
     config: parseConfig({ partitions: 16 }),
     logger: pino({ level: "silent" }),
   });
+  await deployment(res);
   return async (n) => {
     for (let done = 0; done < n; done += INGEST_BATCH) {
       await res.store.ingest(
@@ -152,6 +169,7 @@ const match = await measure("match", async (url) => {
     config: parseConfig({ partitions: 16 }),
     logger: pino({ level: "silent" }),
   });
+  await deployment(res);
   // each run: N waits registered and N events ingested first (not counted: the counters are
   // zeroed after the warm-up only), then the match of each event, which resolves its wait
   const pending: Array<{ partition: number; streamId: string; eventKey: string }> = [];
@@ -277,7 +295,9 @@ const quota = await measure("quota", async (url) => {
 });
 
 const count = (n: number) => (Number.isNaN(n) ? "-" : Math.round(n).toLocaleString("en-US"));
-console.log(`\nRedis instructions per event (callgrind, ${EVENTS} events, AOF everysec)`);
+console.log(
+  `\nRedis instructions per event (callgrind, ${EVENTS} events, AOF everysec${LEGACY_INDEX ? ", legacy index layout" : ""})`,
+);
 console.log(`raw XADD (pipelined)            ${count(raw)}`);
 console.log(`store.ingest (batches of ${INGEST_BATCH})   ${count(ingest)}`);
 console.log(`ratio ingest / XADD             ${(ingest / raw).toFixed(2)}`);

@@ -12,7 +12,7 @@
   ARGV[3] idPrefix     "w<partition>."
   ARGV[4] limit        most index entries looked at
   ARGV[5] now          "" = Redis TIME
-  ARGV[6] legacyPrefix the same prefix in the legacy layout (waits indexed before 2026-12-01)
+  ARGV[6] legacyPrefix the same prefix in the legacy layout (waits indexed before 2026-12-01), "" = none
 
   Returns { OK, waitIds }
 ]]
@@ -38,5 +38,7 @@ local function collect(p)
   end
 end
 collect(prefix)
-collect(ARGV[6])
+if ARGV[6] ~= "" then
+  collect(ARGV[6])
+end
 return { C_OK, ids }

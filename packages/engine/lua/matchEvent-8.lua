@@ -135,10 +135,18 @@ local function noteLateAll(members, settledNow)
 end
 
 resolveRange(first, last, false)
--- the waits indexed before the layout change, under the legacy index key
-local lik = ev["ik"] or indexKey(mk, ik, true)
-local lfirst, llast = "[" .. lik, "(" .. lik .. "\255"
-resolveRange(lfirst, llast, true)
+-- the waits indexed before the layout change, under the legacy index key: given by the
+-- record (`ik`), or computed for a record of an earlier version (no `ix`); a record with
+-- `ix` alone says the indexes hold no legacy member
+local lik = ev["ik"]
+if lik == nil and ev["ix"] == nil then
+  lik = indexKey(mk, ik, true)
+end
+local lfirst, llast
+if lik ~= nil then
+  lfirst, llast = "[" .. lik, "(" .. lik .. "\255"
+  resolveRange(lfirst, llast, true)
+end
 
 local settledNow = nil
 local members = settledBefore
@@ -150,8 +158,10 @@ if #settledBefore + #matched > fanoutCap then
   members = redis.call("ZRANGEBYLEX", keys.done, first, last, "LIMIT", "0", ARGV[3])
 end
 noteLateAll(members, settledNow)
--- (a wait settled now is in the done index under the current layout, never the legacy one)
-noteLateAll(redis.call("ZRANGEBYLEX", keys.done, lfirst, llast, "LIMIT", "0", ARGV[3]), nil)
+if lik ~= nil then
+  -- (a wait settled now is in the done index under the current layout, never the legacy one)
+  noteLateAll(redis.call("ZRANGEBYLEX", keys.done, lfirst, llast, "LIMIT", "0", ARGV[3]), nil)
+end
 
 if #matched > 0 then
   ev["st"] = "m"

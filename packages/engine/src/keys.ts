@@ -53,6 +53,13 @@ export interface TenantQuotaKeys {
 export class KeyLayout {
   readonly prefix: string;
   readonly partitions: number;
+  /**
+   * May the wait indexes hold members of the legacy layout (written before 2026-12-01)?
+   * True unless the deployment is known to have been created with the current one
+   * (`ensurePartitionCount` reads it from the meta key): readers, the match and direct
+   * delivery then look under the current index keys only.
+   */
+  legacyIndex = true;
   readonly #cache = new Map<number, PartitionKeys>();
 
   constructor(prefix: string, partitions: number) {

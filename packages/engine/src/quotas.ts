@@ -214,11 +214,12 @@ export class Quotas {
           key,
           add: (pl: ChainableCommander) => pl.zlexcount(key, `[${prefix}`, `(${prefix}\xff`),
         });
-        commands.push(count(keys.waiting, current), count(keys.waiting, legacy), count(keys.inbox, inbox));
+        commands.push(count(keys.waiting, current), count(keys.inbox, inbox));
+        if (k.legacyIndex) commands.push(count(keys.waiting, legacy));
       }
     }
     const replies = await execBatch(this.redis, commands);
-    const per = k.partitions * 3;
+    const per = k.partitions * (k.legacyIndex ? 3 : 2);
     const counts = new Map<string, TenantUsage>();
     tenants.forEach((tenant, t) => {
       let waiting = 0;
@@ -226,7 +227,8 @@ export class Quotas {
       for (let i = 0; i < per; i++) {
         const [err, n] = replies[t * per + i] ?? [null, 0];
         if (err) throw err;
-        if (i % 3 === 2) buffered += Number(n);
+        // per partition: current waiting, inbox, then (legacy deployments) legacy waiting
+        if (i % (k.legacyIndex ? 3 : 2) === 1) buffered += Number(n);
         else waiting += Number(n);
       }
       counts.set(tenant, { waitingWaits: waiting, bufferedEvents: buffered });

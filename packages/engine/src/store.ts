@@ -73,7 +73,9 @@ export class Store {
    * queued behind them.
    */
   withConnection(redis: RedisLike): Store {
-    return new Store({ redis, config: this.config, prefix: this.keys.prefix, clock: this.#ctx.clock });
+    const store = new Store({ redis, config: this.config, prefix: this.keys.prefix, clock: this.#ctx.clock });
+    store.keys.legacyIndex = this.keys.legacyIndex;
+    return store;
   }
 
   // Each operation is its system's own method (same signature), bound here (plain

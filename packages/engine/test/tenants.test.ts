@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { digest4, legacyIndexKey } from "../src/formats/index-members.js";
-import { encodeParts, listWaits, PartitionReader, parseConfig } from "../src/index.js";
+import { encodeParts, ensurePartitionCount, KeyLayout, listWaits, PartitionReader, parseConfig } from "../src/index.js";
 import { event, type Harness, ingestOne, makeStore, matchOne } from "./helpers.js";
 
 const spec = (runId: string, correlationId: string, extra: Record<string, unknown> = {}) => ({
@@ -134,7 +134,45 @@ describe("100,000 tenants", () => {
     console.log(
       `100k tenants: registered in ${registerMs} ms; sample of ${sample.length} (${colliding.length} with a colliding legacy digest) checked in ${Date.now() - started - registerMs} ms`,
     );
-  }, 120_000);
+  }, 240_000);
+});
+
+describe("a deployment created with the current layout reads no legacy range", () => {
+  it("a fresh deployment records it; one created before keeps reading both layouts", async () => {
+    const fresh = makeStore({ partitions: 2 });
+    expect(fresh.store.keys.legacyIndex).toBe(true);
+    await ensurePartitionCount(fresh.store);
+    expect(fresh.store.keys.legacyIndex).toBe(false);
+    expect(await fresh.redis.hget(fresh.store.keys.metaKey, "indexLayout")).toBe("2");
+    // a second process of the same deployment reads the same
+    const again = new KeyLayout(fresh.prefix, 2);
+    await ensurePartitionCount({ redis: fresh.redis, keys: again });
+    expect(again.legacyIndex).toBe(false);
+    const old = makeStore({ partitions: 2 });
+    // created before the change: the partition count is there, the layout is not
+    await old.redis.hset(old.store.keys.metaKey, "partitions", "2");
+    await ensurePartitionCount(old.store);
+    expect(old.store.keys.legacyIndex).toBe(true);
+  });
+
+  it("without legacy members: event records carry no legacy key; match, listing, counts and delivery work", async () => {
+    const h = makeStore({ partitions: 1 });
+    await ensurePartitionCount(h.store);
+    const reader = new PartitionReader(h.store);
+    const w1 = (await h.store.register("acme", spec("r1", "job-1"))).wait;
+    const w2 = (await h.store.register("acme", spec("r2", "job-2"))).wait;
+    expect((await listWaits(h.store, "acme", {}, { limit: 10 })).waits.map((w) => w.id).sort()).toEqual(
+      [w1.id, w2.id].sort(),
+    );
+    expect(await reader.countWaits(["acme"])).toEqual([{ tenant: "acme", waiting: 2, settled: 0 }]);
+    const ingested = await ingestOne(h, event("e1", "job-1"));
+    const raw = JSON.parse(String(await h.redis.hget(h.store.keys.partition(0).events, `e:${ingested.eventKey}`)));
+    expect(raw.ix).toBe(h.store.keys.indexKey("acme", "job.done", "job-1"));
+    expect(raw.ik).toBeUndefined();
+    expect(await matchOne(h, ingested)).toMatchObject({ status: "matched", matched: [w1.id] });
+    expect((await h.store.deliver("acme", { eventType: "job.done" })).delivered).toEqual([w2.id]);
+    expect(await reader.countWaits(["acme"])).toEqual([{ tenant: "acme", waiting: 0, settled: 2 }]);
+  });
 });
 
 describe("waits indexed before the change (legacy members)", () => {

@@ -70,7 +70,8 @@ export function eventRecordPrefix(producer: string): string {
  * appendEvents completes it with the stream id, so no script decodes or encodes it.
  * `ix` is the wait-index key of the match key (`indexKey`) and `ik` its legacy one
  * (`legacyIndexKey`), so that matchEvent computes no digest (it computes them for
- * records without them).
+ * records without them). A record with `ix` and no `ik` says the deployment's indexes
+ * hold no legacy member: the match reads no legacy range for it.
  * The payload is kept as canonical JSON text (`pl`). Tenant, type and correlation id
  * are read from the encoded match key `mk` (records of the long form also carry them
  * as t, ty and c; `toEventRecord` reads both).
@@ -81,14 +82,15 @@ export function eventRecordHead(
     input: EventInput;
     matchKey: string;
     indexKey: string;
-    legacyIndexKey: string;
+    legacyIndexKey: string | undefined;
     payloadJson: string | undefined;
   },
   retention: number,
 ): string {
   const e = item.input;
   const j = JSON.stringify;
-  let head = `${prefix}${j(e.id)},"mk":${j(item.matchKey)},"ix":${j(item.indexKey)},"ik":${j(item.legacyIndexKey)}`;
+  let head = `${prefix}${j(e.id)},"mk":${j(item.matchKey)},"ix":${j(item.indexKey)}`;
+  if (item.legacyIndexKey !== undefined) head += `,"ik":${j(item.legacyIndexKey)}`;
   if (e.occurredAt !== undefined) head += `,"oa":${j(e.occurredAt)}`;
   if (item.payloadJson !== undefined) head += `,"pl":${j(item.payloadJson)}`;
   return `${head},"rt":${retention}`;

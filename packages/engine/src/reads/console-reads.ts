@@ -33,15 +33,16 @@ export interface TenantWaitCounts {
 }
 
 /**
- * Wait counts per tenant: one pipelined round trip of 4 × partitions ZLEXCOUNTs per
+ * Wait counts per tenant: one pipelined round trip of 2 × partitions ZLEXCOUNTs per
  * tenant (O(log n) each), under the tenant's index key (exact: it is the encoded
- * tenant) and under its legacy one (waits indexed before 2026-12-01: a legacy digest
+ * tenant), twice that while the indexes may hold legacy members (KeyLayout.legacyIndex):
+ * also under its legacy one (waits indexed before 2026-12-01: a legacy digest
  * two tenants share counts the waits of both, until those waits leave by retention).
  */
 export async function countWaits(src: ReaderSource, tenants: string[]): Promise<TenantWaitCounts[]> {
   const k = src.keys;
   const commands: BatchCommand[] = tenants.flatMap((tenant) => {
-    const prefixes = [indexKey(tenant), legacyIndexKey(tenant)];
+    const prefixes = k.legacyIndex ? [indexKey(tenant), legacyIndexKey(tenant)] : [indexKey(tenant)];
     return k.allPartitions().flatMap((p) => {
       const keys = k.partition(p);
       return prefixes.flatMap((prefix) =>
@@ -53,7 +54,7 @@ export async function countWaits(src: ReaderSource, tenants: string[]): Promise<
     });
   });
   const replies = await execBatch(src.redis, commands);
-  const per = k.partitions * 4;
+  const per = k.partitions * 2 * (k.legacyIndex ? 2 : 1);
   return tenants.map((tenant, t) => {
     let waiting = 0;
     let settled = 0;

@@ -82,7 +82,8 @@ interface Source {
  * order (a cursor names a position in it): the run index of the run; else, per
  * partition, the waiting and/or settled index under the tenant, (tenant, type) or match
  * key prefix: first under the legacy index key (waits indexed before 2026-12-01, so a
- * cursor given out before the change continues where it was), then under the current one.
+ * cursor given out before the change continues where it was; only while the indexes may
+ * hold legacy members, KeyLayout.legacyIndex), then under the current one.
  */
 function sourcesOf(store: Store, tenant: string, filter: WaitFilter): Source[] {
   const k = store.keys;
@@ -96,7 +97,8 @@ function sourcesOf(store: Store, tenant: string, filter: WaitFilter): Source[] {
       ? [k.matchPartition(tenant, filter.eventType, filter.correlationId)]
       : k.allPartitions();
   const sources: Source[] = [];
-  for (const layoutPrefix of [legacyIndexKey(tenant, prefix), prefix]) {
+  const layouts = k.legacyIndex ? [legacyIndexKey(tenant, prefix), prefix] : [prefix];
+  for (const layoutPrefix of layouts) {
     for (const p of partitions) {
       const keys = k.partition(p);
       if (filter.state === undefined || filter.state === "waiting")

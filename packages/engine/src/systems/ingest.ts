@@ -73,7 +73,8 @@ export class IngestSystem {
         eventKey,
         matchKey,
         indexKey,
-        legacyIndexKey: keys.legacyIndexKey(tenant, indexKey),
+        // (only while the indexes may hold legacy members: without it the match reads none)
+        legacyIndexKey: keys.legacyIndex ? keys.legacyIndexKey(tenant, indexKey) : undefined,
         eventPartition: keys.partition(keys.place(eventKey)),
         matchPartition,
         dedup: dedupRecord(digest(content, 22), matchPartition),

@@ -262,7 +262,7 @@ export class WaitsSystem {
       partitions.map((p) =>
         deliverCandidatesCall(keys.partition(p), {
           indexPrefix,
-          legacyIndexPrefix: keys.legacyIndexKey(tenant, indexPrefix),
+          legacyIndexPrefix: keys.legacyIndex ? keys.legacyIndexKey(tenant, indexPrefix) : "",
           matchKeyPrefix,
           idPrefix: waitIdPrefix(p),
           limit: config.fanoutCap,

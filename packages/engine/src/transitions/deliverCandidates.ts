@@ -6,7 +6,7 @@ import { clock, type ScriptCall, transitionCall } from "./run.js";
 
 export interface DeliverCandidatesArgs {
   indexPrefix: string;
-  /** the same prefix in the legacy layout (formats/index-members.ts legacyIndexKey) */
+  /** the same prefix in the legacy layout (formats/index-members.ts legacyIndexKey), "" = none to read */
   legacyIndexPrefix: string;
   matchKeyPrefix: string;
   /** what the wait ids of the partition start with */
