@@ -91,9 +91,20 @@ local ik = indexKey(mk, ev["ix"])
 local first, last = "[" .. ik, "(" .. ik .. "\255"
 local settledBefore = redis.call("ZRANGEBYLEX", keys.done, first, last, "LIMIT", "0", ARGV[3])
 
--- Resolves or notes late the waiting waits of one index range. `legacy`: members of
--- the legacy layout, which settleWait replaces (it is handed no member).
-local function resolveRange(from, to, legacy)
+-- The waits indexed before the layout change are under the legacy index key: given by
+-- the record (`ik`), or computed for a record of an earlier version (no `ix`); a record
+-- with `ix` alone says the indexes hold no legacy member. Pass 1 reads the current
+-- range, pass 2 the legacy one, whose members settleWait replaces (it is handed none).
+local lik = ev["ik"]
+if lik == nil and ev["ix"] == nil then
+  lik = indexKey(mk, ik, true)
+end
+local passes = lik == nil and 1 or 2
+for pass = 1, passes do
+  local from, to = first, last
+  if pass == 2 then
+    from, to = "[" .. lik, "(" .. lik .. "\255"
+  end
   while #matched < fanoutCap do
     local page = redis.call("ZRANGEBYLEX", keys.waiting, from, to, "LIMIT", "0", ARGV[3])
     for _, member in ipairs(page) do
@@ -108,7 +119,7 @@ local function resolveRange(from, to, legacy)
           noteLate(waitId, wait)
         else
           -- (the member names this wait: its index key is the wait's, as mk is)
-          resolveByEvent(keys, waitId, wait, ev, ref, now, retentionMs, not legacy and member or nil)
+          resolveByEvent(keys, waitId, wait, ev, ref, now, retentionMs, pass == 1 and member or nil)
           matched[#matched + 1] = waitId
         end
       end
@@ -120,8 +131,21 @@ local function resolveRange(from, to, legacy)
   end
 end
 
--- Notes the event late for the settled waits of `members` (not those it settled now).
-local function noteLateAll(members, settledNow)
+local settledNow = nil
+local members = settledBefore
+if #settledBefore + #matched > fanoutCap then
+  settledNow = {}
+  for _, waitId in ipairs(matched) do
+    settledNow[waitId] = true
+  end
+  members = redis.call("ZRANGEBYLEX", keys.done, first, last, "LIMIT", "0", ARGV[3])
+end
+for pass = 1, passes do
+  if pass == 2 then
+    -- (a wait settled now is in the done index under the current layout, never the legacy one)
+    members = redis.call("ZRANGEBYLEX", keys.done, "[" .. lik, "(" .. lik .. "\255", "LIMIT", "0", ARGV[3])
+    settledNow = nil
+  end
   for _, member in ipairs(members) do
     local waitId = memberWaitId(idPrefix, member)
     -- (a wait this very event just resolved is not late for it: not even loaded)
@@ -132,35 +156,6 @@ local function noteLateAll(members, settledNow)
       noteLate(waitId, wait)
     end
   end
-end
-
-resolveRange(first, last, false)
--- the waits indexed before the layout change, under the legacy index key: given by the
--- record (`ik`), or computed for a record of an earlier version (no `ix`); a record with
--- `ix` alone says the indexes hold no legacy member
-local lik = ev["ik"]
-if lik == nil and ev["ix"] == nil then
-  lik = indexKey(mk, ik, true)
-end
-local lfirst, llast
-if lik ~= nil then
-  lfirst, llast = "[" .. lik, "(" .. lik .. "\255"
-  resolveRange(lfirst, llast, true)
-end
-
-local settledNow = nil
-local members = settledBefore
-if #settledBefore + #matched > fanoutCap then
-  settledNow = {}
-  for _, waitId in ipairs(matched) do
-    settledNow[waitId] = true
-  end
-  members = redis.call("ZRANGEBYLEX", keys.done, first, last, "LIMIT", "0", ARGV[3])
-end
-noteLateAll(members, settledNow)
-if lik ~= nil then
-  -- (a wait settled now is in the done index under the current layout, never the legacy one)
-  noteLateAll(redis.call("ZRANGEBYLEX", keys.done, lfirst, llast, "LIMIT", "0", ARGV[3]), nil)
 end
 
 if #matched > 0 then
