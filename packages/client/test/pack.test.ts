@@ -43,6 +43,8 @@ const FORBIDDEN = [
   "zod",
   "bullmq",
   "ioredis",
+  // an optional peer: the host program runs without it (no trace context sent)
+  "@opentelemetry/api",
 ];
 
 const HOST_KEY = "hk_pack";
