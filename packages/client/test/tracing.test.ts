@@ -9,7 +9,7 @@
  *   throwing handler's ERROR status) follow; the claim loop carries no context.
  * - Over BullMQ: a job whose `opts.telemetry.metadata` bullmq-otel wrote (a real `Queue` with
  *   `BullMQOtel`, as the dispatcher writes it) is processed inside a span that is its child, and
- *   the consume request carries that span.
+ *   the consume request carries that span; a job without metadata gets a root span.
  *
  * A lease carries `traceparent` once the server keeps contexts (docs/api.md, Tracing); where the
  * server hands a lease without one, the proxy adds the context of a span of this test, so the
@@ -339,6 +339,48 @@ describe("trace continuation in the client (real server, OpenTelemetry SDK in me
     expect(consume).toHaveLength(1);
     expect(parse(consume[0]?.headers.traceparent)).toEqual({
       traceId: carried.traceId,
+      spanId: p.spanContext().spanId,
+    });
+  }, 40_000);
+
+  it("BullMQ: a job without telemetry metadata gets a root process span, which its consume request carries", async () => {
+    const run = `root-${Date.now()}`;
+    const { wait } = await host().registerWait({
+      runId: run,
+      position: "p",
+      eventType: "job.done",
+      correlationId: run,
+    });
+    await host().deliver({ eventType: "job.done", correlationId: run });
+    const queueName = `plain.${run}`;
+    const connection = new Redis(redisUrl(), { maxRetriesPerRequest: null });
+    const queue = new Queue(queueName, { connection, prefix }); // no telemetry: no metadata
+    await queue.add("continuation", await host().getWait(wait.id), { jobId: wait.id });
+    expect((await Job.fromId(queue, wait.id))?.opts.telemetry).toBeUndefined();
+    let ran = 0;
+    const worker = new ContinuationWorker({
+      tenant: "acme",
+      host: host(),
+      name: "bull-worker-2",
+      connection,
+      prefix,
+      queue: queueName,
+      handler: async () => {
+        ran += 1;
+      },
+    });
+    try {
+      await eventually(() => ran === 1 && spanNamed(`process ${queueName}`).length === 1);
+    } finally {
+      await worker.close();
+      await queue.close();
+      connection.disconnect();
+    }
+    const [p] = spanNamed(`process ${queueName}`) as [ReadableSpan];
+    expect(p.parentSpanContext).toBeUndefined();
+    const [consume] = requests(new RegExp(`^/v1/waits/${wait.id}/consume$`));
+    expect(parse(consume?.headers.traceparent)).toEqual({
+      traceId: p.spanContext().traceId,
       spanId: p.spanContext().spanId,
     });
   }, 40_000);
