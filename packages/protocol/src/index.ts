@@ -4,3 +4,4 @@ export * from "./errors.js";
 export * from "./explain.js";
 export * from "./schemas.js";
 export * from "./type-patterns.js";
+export * from "./token-schemas.js";
