@@ -21,6 +21,7 @@ const alias = {
 const ON_CLUSTER = [
   "packages/engine/test/transitions.test.ts",
   "packages/engine/test/deliver.test.ts",
+  "packages/engine/test/tokens.test.ts",
   "packages/engine/test/inspect.test.ts",
   "packages/engine/test/redis-url.test.ts",
   "packages/workers/test/roles.test.ts",

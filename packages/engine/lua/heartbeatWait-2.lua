@@ -45,6 +45,9 @@ if wait["dl"] ~= nil and now > wait["dl"] then
   return { C_LATE, intText(wait["dl"]) }
 end
 local deadline = now + hb
+if wait["d0"] == nil then
+  wait["d0"] = wait["dl"] -- the registration's deadline, for its timeline entry
+end
 wait["dl"] = deadline
 local count = (wait["hbn"] or 0) + 1
 wait["hbn"] = count

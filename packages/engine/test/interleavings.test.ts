@@ -629,6 +629,7 @@ function expectedResolution(r: ModelResolution): Wait["resolution"] {
           streamId: r.event.streamId,
           payload: r.event.payload,
         },
+        outcome: "success",
       };
     case "timeout":
       return { kind: "timeout", at: iso(r.at), deadline: iso(r.deadline) };

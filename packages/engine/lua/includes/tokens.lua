@@ -1,7 +1,8 @@
 --[[
   Completion tokens and heartbeats (docs/api.md, "Completion tokens, failure and
   heartbeats"). Wait record fields: tk the SHA-256 hex of the current token, ti when
-  it was issued; hb heartbeatMs, hbn heartbeats accepted, hbl the last one's time.
+  it was issued; hb heartbeatMs, hbn heartbeats accepted, hbl the last one's time, d0
+  the registration's deadline (kept at the first heartbeat).
   A resolution's o = "f" marks a failure (absent: success), er the raw error JSON.
 
     -20 LATE          the deadline in force has passed (the timeout is due)

@@ -55,6 +55,8 @@ export interface RawWait {
   hb?: number;
   hbn?: number;
   hbl?: number;
+  /** the registration's deadline, kept when a heartbeat first moves it */
+  d0?: number;
   con?: { by: string; at: number };
   late?: RawEventRef[];
   h?: Array<{ at: number; w: string } & Record<string, unknown>>;
@@ -134,7 +136,8 @@ function historyEntry(raw: { at: number; w: string } & Record<string, unknown>):
 export function toWait(id: string, raw: RawWait): Wait {
   const [tenant = "", eventType = "", correlationId = ""] = decodeParts(raw.mk, 3);
   const registered: HistoryEntry = { at: iso(raw.ca), what: "registered" };
-  if (raw.dl !== undefined) registered.deadline = iso(raw.dl);
+  const registeredDeadline = raw.d0 ?? raw.dl;
+  if (registeredDeadline !== undefined) registered.deadline = iso(registeredDeadline);
   if (raw.sn !== undefined) registered.since = iso(raw.sn);
   return {
     id,

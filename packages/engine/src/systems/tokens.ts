@@ -77,7 +77,12 @@ export class TokensSystem {
   async heartbeatByToken(token: string): Promise<Wait> {
     const { waitId, hash } = this.#named(token);
     const reply = await this.ctx.run(
-      heartbeatWaitCall(this.ctx.partitionOf(waitId), { waitId, tenantPrefix: "", tokenHash: hash, now: this.ctx.now() }),
+      heartbeatWaitCall(this.ctx.partitionOf(waitId), {
+        waitId,
+        tenantPrefix: "",
+        tokenHash: hash,
+        now: this.ctx.now(),
+      }),
     );
     return heartbeatWaitResult(waitId, reply, true);
   }
