@@ -27,6 +27,7 @@ import { installProcessMetrics, opsRoutes } from "./ops.js";
 import { ingestRoutes } from "./producers/routes.js";
 import { installQueueGauges } from "./queue-metrics.js";
 import { lazyChildLogger } from "./request-logger.js";
+import { tokenRoutes } from "./token-routes.js";
 import { clientAborted } from "./unread-body.js";
 
 /** The API's version in the OpenAPI document. */
@@ -192,6 +193,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       });
       await api.register(hostRoutes, { res, credentials, scheduleTimeout: deps.scheduleTimeout });
       await api.register(continuationRoutes, { res, credentials });
+      await api.register(tokenRoutes, { res, scheduleTimeout: deps.scheduleTimeout });
     });
     await app.register(adminQueues, { res, queueNames: deps.queueNames ?? [] });
     await app.register(consoleRoutes, { res, credentials, boardPath: BOARD_PATH });

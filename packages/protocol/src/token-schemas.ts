@@ -28,7 +28,7 @@ export const FailByToken = z.strictObject({ error: FailureError }).meta({ id: "F
 export type FailByToken = z.infer<typeof FailByToken>;
 
 /** A heartbeat's body: none or `{}`. */
-export const HeartbeatBody = z.strictObject({}).optional().meta({ id: "HeartbeatRequest" });
+export const HeartbeatBody = z.strictObject({}).nullish().meta({ id: "HeartbeatRequest" });
 
 /** What a token holder is told: the wait id and its state, never the wait itself. */
 export const TokenResult = z

@@ -24,7 +24,7 @@ export function newToken(waitId: string): { value: string; hash: string } {
 
 /** The wait id a token names and the token's hash, or null for text that is no token. */
 export function parseToken(value: string): { waitId: string; hash: string } | null {
-  if (value.length > 300) return null;
+  if (value.length > 100) return null;
   const parts = value.split("~");
   if (parts.length !== 3 || parts[0] !== VERSION) return null;
   const [, waitId = "", secret = ""] = parts;
