@@ -17,7 +17,7 @@ export interface WaitTokenRoutesOptions {
 }
 
 const WaitId = z.object({ id: z.string().max(200) });
-const errors = errorResponses(400, 401, 404, 409, 503);
+const errors = errorResponses(400, 401, 404, 409, 413, 503);
 
 export const waitTokenRoutes: FastifyPluginAsyncZod<WaitTokenRoutesOptions> = async (app, opts) => {
   const { res } = opts;
