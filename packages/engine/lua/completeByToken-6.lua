@@ -11,7 +11,7 @@
   KEYS[6] expiry     {p}:x   zset of records to remove
 
   ARGV[1] waitId       the wait the token names
-  ARGV[2] tokenHash    SHA-256 hex of the presented token
+  ARGV[2] tokenHash    hash of the presented token (formats/completion-token.ts)
   ARGV[3] outcome      "s" success, "f" failure
   ARGV[4] payload      raw payload JSON or ""
   ARGV[5] error        raw error JSON or "" (a failure's)

@@ -10,7 +10,7 @@
 
   ARGV[1] waitId
   ARGV[2] tenantPrefix  encoded tenant of the caller ("" = admin or token)
-  ARGV[3] tokenHash     SHA-256 hex of the presented token, "" for a host call
+  ARGV[3] tokenHash     hash of the presented token (formats/completion-token.ts), "" for a host call
   ARGV[4] now           "" = Redis TIME
 
   Returns

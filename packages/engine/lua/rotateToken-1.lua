@@ -6,7 +6,7 @@
 
   ARGV[1] waitId
   ARGV[2] tenantPrefix  encoded tenant of the caller ("" = admin)
-  ARGV[3] tokenHash     SHA-256 hex of the new token
+  ARGV[3] tokenHash     hash of the new token (formats/completion-token.ts)
   ARGV[4] now           "" = Redis TIME
 
   Returns

@@ -1,6 +1,6 @@
 --[[
   Completion tokens and heartbeats (docs/api.md, "Completion tokens, failure and
-  heartbeats"). Wait record fields: tk the SHA-256 hex of the current token, ti when
+  heartbeats"). Wait record fields: tk the hash of the current token (src/formats/completion-token.ts), ti when
   it was issued; hb heartbeatMs, hbn heartbeats accepted, hbl the last one's time, d0
   the registration's deadline (kept at the first heartbeat).
   A resolution's o = "f" marks a failure (absent: success), er the raw error JSON.

@@ -1,8 +1,9 @@
 /**
  * Completion tokens (docs/api.md, "Completion tokens, failure and heartbeats"): the text
  * "rt1~<waitId>~<secret>", the secret 32 random bytes in base64url. The wait id names the
- * wait (and so its partition); the server keeps only the SHA-256 hex of the whole token,
- * in the wait record (field tk, lua/includes/tokens.lua).
+ * wait (and so its partition); the server keeps only a hash of the whole token in the
+ * wait record (field tk, lua/includes/tokens.lua): its SHA-256, the first 128 bits in
+ * base64url (22 characters; finding a token to a stored hash is a 2^128 search).
  */
 import { createHash, randomBytes } from "node:crypto";
 
@@ -13,7 +14,7 @@ const WAIT_ID = /^[A-Za-z0-9._-]{1,200}$/;
 
 /** The hash stored for a token. */
 export function tokenHash(token: string): string {
-  return createHash("sha256").update(token).digest("hex");
+  return createHash("sha256").update(token).digest("base64url").slice(0, 22);
 }
 
 /** A new token for the wait, and its hash. */

@@ -48,7 +48,7 @@ export interface RawWait {
     /** raw error JSON of a failure */
     er?: string;
   };
-  /** SHA-256 hex of the current completion token, and when it was issued */
+  /** hash of the current completion token (formats/completion-token.ts), and when it was issued */
   tk?: string;
   ti?: number;
   /** heartbeatMs, heartbeats accepted, the last one's time */

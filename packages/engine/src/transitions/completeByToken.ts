@@ -8,7 +8,7 @@ import { clock, type ScriptCall, transitionCall } from "./run.js";
 
 export interface CompleteByTokenArgs {
   waitId: string;
-  /** SHA-256 hex of the presented token */
+  /** hash of the presented token (formats/completion-token.ts) */
   tokenHash: string;
   outcome: "success" | "failure";
   /** raw payload JSON */

@@ -10,7 +10,7 @@ export interface HeartbeatWaitArgs {
   waitId: string;
   /** encoded tenant of the caller ("" = admin, or a token call) */
   tenantPrefix: string;
-  /** SHA-256 hex of the presented token; absent for a host call */
+  /** hash of the presented token (formats/completion-token.ts); absent for a host call */
   tokenHash?: string;
   now?: number;
 }

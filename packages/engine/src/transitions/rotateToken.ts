@@ -10,7 +10,7 @@ export interface RotateTokenArgs {
   waitId: string;
   /** encoded tenant of the caller ("" = admin) */
   tenantPrefix: string;
-  /** SHA-256 hex of the new token */
+  /** hash of the new token (formats/completion-token.ts) */
   tokenHash: string;
   now?: number;
 }
