@@ -32,6 +32,8 @@ const ON_CLUSTER = [
   "packages/server/test/e2e-errors.test.ts",
   "packages/server/test/e2e-fuzz.test.ts",
   "packages/server/test/sdk.test.ts",
+  "packages/server/test/sdk-tokens.test.ts",
+  "packages/server/test/tokens-http.test.ts",
   "packages/*/test/**/*.cluster.test.ts",
 ];
 
