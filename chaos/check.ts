@@ -67,7 +67,7 @@ export interface Counts {
   continuations: { jobs: number; deliveries: number; redelivered: number; acted: number; failed: number };
   races: { onTime: number; late: number };
   /** token_race: calls through completion tokens, completions and heartbeats answered 200 */
-  tokens: { calls: number; completed: number; heartbeats: number };
+  tokens: { calls: number; completed: number; heartbeats: number; answers: Record<string, number> };
 }
 
 export interface CheckResult {
@@ -137,7 +137,7 @@ export async function check(opts: CheckOptions): Promise<CheckResult> {
     consume: { grants: 0, racedWaits: 0 },
     continuations: { jobs: 0, deliveries: 0, redelivered: 0, acted: 0, failed: 0 },
     races: { onTime: 0, late: 0 },
-    tokens: { calls: 0, completed: 0, heartbeats: 0 },
+    tokens: { calls: 0, completed: 0, heartbeats: 0, answers: {} },
   };
   const expiredByAge = (lastActivity: number) => lastActivity < opts.now - opts.retentionMs + 30_000;
 
@@ -339,6 +339,10 @@ export async function check(opts: CheckOptions): Promise<CheckResult> {
     if (w.tokenCalls) {
       const completions = w.tokenCalls.filter((x) => x.what !== "heartbeat" && x.status === 200);
       counts.tokens.calls += w.tokenCalls.length;
+      for (const x of w.tokenCalls) {
+        const key = `${x.what} ${x.status}${x.code ? ` ${x.code}` : ""}`;
+        counts.tokens.answers[key] = (counts.tokens.answers[key] ?? 0) + 1;
+      }
       counts.tokens.completed += completions.length;
       if (completions.length > 1) {
         violations.push({

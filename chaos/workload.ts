@@ -555,9 +555,10 @@ export class Workload {
         await sleep(Math.max(0, aim - Date.now()));
         const callers = 2 + Math.floor(this.#rand(0, 4));
         await Promise.all(
-          Array.from({ length: callers }, (_, c) =>
-            this.#byToken(w, token, c % 3 === 2 ? "heartbeat" : c % 2 === 0 ? "complete" : "fail"),
-          ),
+          Array.from({ length: callers }, () => {
+            const r = this.#o.random();
+            return this.#byToken(w, token, r < 0.2 ? "heartbeat" : r < 0.6 ? "complete" : "fail");
+          }),
         );
         await this.#settle(w, 30_000);
         return;
