@@ -46,6 +46,11 @@ export async function followDeadline(
   await withinCommandTimeout(res.commandTimeoutMs, scheduleTimeout(Date.parse(deadline)));
 }
 
+/** A request URL as it may be logged: a completion token in the path is a credential, so it is replaced. */
+export function redactTokenUrl(url: string): string {
+  return url.startsWith("/v1/tokens/") ? url.replace(/^\/v1\/tokens\/[^/?#]*/, "/v1/tokens/<token>") : url;
+}
+
 const TokenParam = z.object({ token: z.string().max(2000) });
 const errors = errorResponses(400, 404, 409, 413, 429, 503);
 

@@ -4,7 +4,7 @@
  * failure and heartbeats".
  */
 import { createResources, parseConfig, type Resources } from "@rendezvous/engine";
-import { buildApp } from "@rendezvous/http";
+import { buildApp, redactTokenUrl } from "@rendezvous/http";
 import { redisUrl, uniquePrefix } from "@rendezvous/testkit";
 import type { FastifyInstance } from "fastify";
 import { pino } from "pino";
@@ -251,5 +251,52 @@ describe("deliver with an outcome", () => {
       outcome: "failure",
       error: { message: "rejected by a human" },
     });
+  });
+});
+
+describe("a token is never logged", () => {
+  it("not by the access log, nor by the request error logs (the token path segment is redacted)", async () => {
+    const lines: string[] = [];
+    const sink = { write: (line: string) => lines.push(line) };
+    const logged = createResources({
+      redisUrl: redisUrl(),
+      prefix: uniquePrefix("tokl"),
+      config: parseConfig({ partitions: 4, tenants: { acme: { hostKeys: ["hk_acme_tokl"] } } }),
+      logger: pino({ level: "trace" }, sink),
+    });
+    const a = await buildApp({ res: logged, roles: ["api"], running: () => true, api: true, accessLog: "on" });
+    try {
+      await logged.redis.ping();
+      const url = await a.listen({ host: "127.0.0.1", port: 0 });
+      const h = client(url, bearer("hk_acme_tokl"));
+      const r = await h.post("/v1/waits", {
+        runId: "run-log",
+        position: "p",
+        eventType: "human.approval",
+        correlationId: "c-log",
+        token: true,
+        heartbeatMs: 60_000,
+      });
+      const token = r.body.token.value as string;
+      const path = `/v1/tokens/${encodeURIComponent(token)}`;
+      const open = client(url);
+      await open.post(`${path}/heartbeat`);
+      await open.post(`${path}/fail`, { error: { message: "" } }); // 400
+      await open.post(`${path}/complete`, {});
+      await open.post(`${path}/complete`, {}); // 409
+      for (let i = 0; i < 12; i++) await open.post(`${path}/heartbeat`); // 409s, then 429s
+      const secret = token.split("~")[2] as string;
+      expect(lines.length).toBeGreaterThan(5);
+      expect(lines.join("\n")).not.toContain(secret);
+      expect(lines.some((l) => l.includes("/v1/tokens/:token/complete"))).toBe(true);
+    } finally {
+      await a.close();
+      await logged.close();
+    }
+  });
+
+  it("redactTokenUrl replaces the token segment only", () => {
+    expect(redactTokenUrl("/v1/tokens/rt1~w1.a~secret/complete?x=1")).toBe("/v1/tokens/<token>/complete?x=1");
+    expect(redactTokenUrl("/v1/waits/w1.a")).toBe("/v1/waits/w1.a");
   });
 });
