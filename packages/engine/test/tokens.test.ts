@@ -167,6 +167,22 @@ describe("completion tokens", () => {
   });
 });
 
+describe("completion tokens after retention", () => {
+  it("a settled wait removed after retention: its token is token_invalid, nothing is created", async () => {
+    const h = makeStore({ partitions: 1, retentionMs: 1000 });
+    const { wait, token } = await h.store.register("acme", spec("run-1", { token: true, heartbeatMs: 1000 }));
+    await h.store.completeByToken(token as string, { outcome: "success" });
+    h.tick(1001);
+    await h.store.expire(0);
+    expect(await h.store.getWait("acme", wait.id)).toBeNull();
+    expect(await codeOf(h.store.completeByToken(token as string, { outcome: "success" }))).toBe("token_invalid");
+    expect(await codeOf(h.store.heartbeatByToken(token as string))).toBe("token_invalid");
+    expect(await codeOf(h.store.heartbeat("acme", wait.id))).toBe("not_found");
+    expect(await codeOf(h.store.rotateToken("acme", wait.id))).toBe("not_found");
+    expect(await rawRecord(h, wait.id)).toBeNull();
+  });
+});
+
 describe("failure by direct delivery", () => {
   it("carries outcome and error; a plain delivery is a success", async () => {
     const h = makeStore();
