@@ -108,12 +108,14 @@ describe("token routes", () => {
     expect(explained).toMatchObject({ verdict: "resolved", details: { resolution: { kind: "token" } } });
   });
 
-  it("fail: the error body is kept; a bad fail body is 400 invalid_request and changes nothing", async () => {
+  it("fail: the error body is kept; a bad body is 400 invalid_request, one over maxPayloadBytes 413, and changes nothing", async () => {
     const { wait, token } = await withToken();
     const path = `/v1/tokens/${encodeURIComponent(token)}`;
     expectIssues(await anyone.post(`${path}/fail`, {}), "invalid_request");
     expectIssues(await anyone.post(`${path}/fail`, { error: { message: "" } }), "invalid_request");
     expectIssues(await anyone.post(`${path}/complete`, { payload: [1] }), "invalid_request");
+    const big = await anyone.post(`${path}/complete`, { payload: { pad: "x".repeat(70_000) } });
+    expectError(big, 413, "payload_too_large");
     expect((await host.get(`/v1/waits/${wait.id}`)).body.wait.state).toBe("waiting");
     const failed = await anyone.post(`${path}/fail`, { error: { message: "declined", code: "E1", details: { a: 1 } } });
     expect(failed.body).toEqual({ waitId: wait.id, state: "resolved", outcome: "failure" });
