@@ -313,33 +313,85 @@ describe("heartbeats", () => {
     const h = makeStore({ partitions: 8 }, false); // the Redis clock
     const N = 200;
     const ids: string[] = [];
+    const registered = new Map<string, number>();
     for (let i = 0; i < N; i++) {
-      ids.push(
-        (await h.store.register("acme", spec(`race-${i}`, { heartbeatMs: 1000, timeoutMs: 150 + (i % 10) * 10 }))).wait
-          .id,
+      const { wait } = await h.store.register(
+        "acme",
+        spec(`race-${i}`, { heartbeatMs: 1000, timeoutMs: 300 + (i % 10) * 10 }),
       );
+      ids.push(wait.id);
+      registered.set(wait.id, Date.parse(wait.deadline as string));
     }
-    let seed = 42;
+    let seed = Number(process.env.RENDEZVOUS_SEED ?? 42);
+    console.log(`heartbeat race: seed ${seed} (RENDEZVOUS_SEED replays it)`);
     const random = () => {
       seed = (seed * 1103515245 + 12345) % 2147483648;
       return seed / 2147483648;
     };
     const accepted = new Map<string, number>(ids.map((id) => [id, 0]));
-    // rounds around the deadlines: heartbeats for a random half, timeouts for all, at once
-    const until = Date.now() + 1800;
-    while (Date.now() < until) {
-      const beats = ids.filter(() => random() < 0.5);
+    // each wait: heartbeats now and then until its own stop time, then one heartbeat aimed
+    // 25 ms before to 5 ms after the deadline in force (rounds take a few ms), while every round also tries to time every
+    // wait out: the heartbeat and the timeout race at the deadline
+    const started = Date.now();
+    const plan = new Map(
+      ids.map((id) => [
+        id,
+        {
+          stopAt: started + random() * 900,
+          deadline: registered.get(id) as number,
+          aimed: false,
+          aim: 0,
+          aimedAnswer: "",
+        },
+      ]),
+    );
+    const aimed = new Map<string, number>();
+    while (Date.now() < started + 2600) {
+      const now = Date.now();
+      const beats: string[] = [];
+      for (const [id, p] of plan) {
+        if (p.aimed) continue;
+        if (now < p.stopAt) {
+          if (random() < 0.15) beats.push(id);
+        } else {
+          if (p.aim === 0) p.aim = p.deadline - 25 + random() * 30;
+          if (now >= p.aim) {
+            p.aimed = true;
+            beats.push(id);
+          }
+        }
+      }
       const [answers] = await Promise.all([
-        Promise.all(beats.map((id) => codeOf(h.store.heartbeat("acme", id)))),
+        Promise.all(
+          beats.map((id) =>
+            h.store.heartbeat("acme", id).then(
+              (w) => w,
+              (e: unknown) => e,
+            ),
+          ),
+        ),
         h.store.timeoutMany(ids),
       ]);
       answers.forEach((a, i) => {
         const id = beats[i] as string;
-        if (a === "ok") accepted.set(id, (accepted.get(id) ?? 0) + 1);
-        else expect(["deadline_passed", "not_waiting"], a).toContain(a);
+        const p = plan.get(id);
+        if (!p) return;
+        const code = isRendezvousError(a) ? a.code : "ok";
+        if (code === "ok") {
+          accepted.set(id, (accepted.get(id) ?? 0) + 1);
+          p.deadline = Date.parse((a as Wait).deadline as string);
+        } else expect(["deadline_passed", "not_waiting"], code).toContain(code);
+        if (p.aimed && p.aimedAnswer === "") {
+          p.aimedAnswer = code;
+          aimed.set(code, (aimed.get(code) ?? 0) + 1);
+        }
       });
-      await new Promise((r) => setTimeout(r, 5 + random() * 20));
+      await new Promise((r) => setTimeout(r, 1 + random() * 3));
     }
+    console.log(`heartbeat race: the aimed heartbeats were answered ${JSON.stringify(Object.fromEntries(aimed))}`);
+    // the race went both ways at the deadline
+    expect(aimed.get("ok") ?? 0).toBeGreaterThan(0);
+    expect((aimed.get("deadline_passed") ?? 0) + (aimed.get("not_waiting") ?? 0)).toBeGreaterThan(0);
     // then no more heartbeats: every wait times out at the deadline its last heartbeat set
     await new Promise((r) => setTimeout(r, 1100));
     const final = await h.store.timeoutMany(ids);
