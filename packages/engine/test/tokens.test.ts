@@ -330,8 +330,8 @@ describe("heartbeats", () => {
     };
     const accepted = new Map<string, number>(ids.map((id) => [id, 0]));
     // each wait: heartbeats now and then until its own stop time, then one heartbeat aimed
-    // 25 ms before to 5 ms after the deadline in force (rounds take a few ms), while every round also tries to time every
-    // wait out: the heartbeat and the timeout race at the deadline
+    // 25 ms before to 5 ms after the deadline in force (a round takes a few ms), while
+    // every round also tries to time every wait out: heartbeat and timeout race at the deadline
     const started = Date.now();
     const plan = new Map(
       ids.map((id) => [
