@@ -215,6 +215,8 @@ describe("heartbeats", () => {
     expect(beat.deadline).toBe(new Date(h.clock.now + 1000).toISOString());
     expect(beat.heartbeat).toEqual({ intervalMs: 1000, count: 1, lastAt: new Date(h.clock.now).toISOString() });
     expect(beat.history.at(-1)).toMatchObject({ what: "heartbeat", by: "host", deadline: beat.deadline });
+    // the registered entry keeps the registration's deadline
+    expect(beat.history[0]).toMatchObject({ what: "registered", deadline: wait.deadline });
     expect(await deadlineScore(h, wait.id)).toBe(String(h.clock.now + 1000));
     h.tick(200); // past the first deadline
     expect((await h.store.timeout(wait.id)).outcome).toBe("not_due");
