@@ -1,5 +1,5 @@
 /** Quotas in Redis (src/quotas.ts, lua/takeQuota-1.lua): counts beside the transitions, limiters across connections. */
-import { redisUrl, trackOpen } from "@rendezvous/testkit";
+import { redisUrl, trackOpen, uniquePrefix } from "@rendezvous/testkit";
 import { describe, expect, it } from "vitest";
 import { createRedis, parseConfig, Store } from "../src/index.js";
 import { event, ingestOne, makeStore, matchOne } from "./helpers.js";
@@ -100,11 +100,12 @@ describe("count quotas", () => {
 describe("rate quotas", () => {
   it("a limiter held in Redis: two connections (two processes) share one rate, and a refusal takes nothing", async () => {
     const config = parseConfig({ partitions: 2, quotas: { hostRequestsPerSec: 5 } });
+    const prefix = uniquePrefix("quota");
     const stores = [0, 1].map(
       (i) =>
         new Store({
           redis: trackOpen(createRedis(redisUrl(), { name: `q${i}` })),
-          prefix: `quota-${Date.now()}`,
+          prefix,
           config,
         }),
     );
