@@ -190,7 +190,7 @@ export function fairnessOptions(quick: boolean): FairnessOptions {
   return {
     partitions: args.number("partitions", 16),
     singles: args.number("fairness-singles", quick ? 50 : 300),
-    floodRate: args.number("flood-rate", quick ? 2000 : 5000),
+    floodRate: args.number("flood-rate", quick ? 500 : 1000),
     floodBatch: args.number("flood-batch", 50),
     floodSenders: args.number("flood-senders", 4),
   };
