@@ -30,6 +30,7 @@ const ON_CLUSTER = [
   "packages/engine/test/tokens.test.ts",
   "packages/engine/test/inspect.test.ts",
   "packages/engine/test/redis-url.test.ts",
+  "packages/engine/test/quotas.test.ts",
   "packages/workers/test/roles.test.ts",
   "packages/workers/test/dispatch.test.ts",
   "packages/workers/test/scheduler.test.ts",

@@ -188,6 +188,7 @@ export type ErrorCode =
   | "not_waiting"
   | "not_resolved"
   | "lease_expired"
+  | "quota_exceeded"
   | "token_invalid"
   | "deadline_passed"
   | "heartbeat_disabled"

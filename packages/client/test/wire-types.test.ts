@@ -53,6 +53,7 @@ describe("wire types", () => {
       not_waiting: true,
       not_resolved: true,
       lease_expired: true,
+      quota_exceeded: true,
       token_invalid: true,
       deadline_passed: true,
       heartbeat_disabled: true,

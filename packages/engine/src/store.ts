@@ -1,5 +1,6 @@
 import { EngineContext, type StoreConfig } from "./engine-context.js";
 import { KeyLayout } from "./keys.js";
+import type { Quotas } from "./quotas.js";
 import type { RedisLike } from "./redis.js";
 import { IngestSystem } from "./systems/ingest.js";
 import { ResolutionSystem } from "./systems/resolution.js";
@@ -32,6 +33,8 @@ export class Store {
   readonly keys: KeyLayout;
   readonly redis: RedisLike;
   readonly config: StoreConfig;
+  /** the tenants' quotas, counts and rate limiters (quotas.ts) */
+  readonly quotas: Quotas;
   readonly #ctx: EngineContext;
 
   constructor(opts: StoreOptions) {
@@ -40,6 +43,7 @@ export class Store {
     this.keys = new KeyLayout(opts.prefix ?? "rdv", opts.config.partitions);
     this.#ctx = new EngineContext(this.redis, this.keys, this.config, opts.clock ?? (() => undefined));
     const ctx = this.#ctx;
+    this.quotas = ctx.quotas;
     const ingest = new IngestSystem(ctx);
     const waits = new WaitsSystem(ctx);
     const resolution = new ResolutionSystem(ctx);
@@ -77,7 +81,9 @@ export class Store {
    * queued behind them.
    */
   withConnection(redis: RedisLike): Store {
-    return new Store({ redis, config: this.config, prefix: this.keys.prefix, clock: this.#ctx.clock });
+    const store = new Store({ redis, config: this.config, prefix: this.keys.prefix, clock: this.#ctx.clock });
+    store.keys.legacyIndex = this.keys.legacyIndex;
+    return store;
   }
 
   // Each operation is its system's own method (same signature), bound here (plain

@@ -27,6 +27,7 @@ import { installProcessMetrics, opsRoutes } from "./ops.js";
 import { ingestRoutes } from "./producers/routes.js";
 import { installQueueGauges } from "./queue-metrics.js";
 import { lazyChildLogger } from "./request-logger.js";
+import { tenantUsageRoutes } from "./tenant-usage.js";
 import { redactTokenUrl, tokenRoutes } from "./token-routes.js";
 import { clientAborted } from "./unread-body.js";
 
@@ -196,6 +197,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       });
       await api.register(hostRoutes, { res, credentials, scheduleTimeout: deps.scheduleTimeout });
       await api.register(continuationRoutes, { res, credentials });
+      await api.register(tenantUsageRoutes, { res, credentials });
       await api.register(tokenRoutes, { res, scheduleTimeout: deps.scheduleTimeout });
     });
     await app.register(adminQueues, { res, queueNames: deps.queueNames ?? [] });

@@ -35,6 +35,7 @@ import { z } from "zod";
 import { authenticateHost, type CredentialIndex, type HostIdentity, readTenant } from "./auth.js";
 // wait metadata has the same nesting bound as an event payload
 import { MAX_JSON_DEPTH, nestedDeeperThan } from "./producers/validation.js";
+import { QuotaGate, quotaTenant } from "./rate-limit.js";
 import { issuedToken } from "./token-routes.js";
 import { waitTokenRoutes } from "./wait-token-routes.js";
 
@@ -51,9 +52,9 @@ const TenantQuery = z.object({
   tenant: z.string().max(64).optional().meta({ description: "the tenant (admin token only)" }),
 });
 /** What every host route may answer: a credential refused, a wait not there, Redis trouble. */
-const errors = errorResponses(401, 404, 503);
+const errors = errorResponses(401, 404, 429, 503);
 /** ... and a route with a body or a query: input refused, body over its bound. */
-const inputErrors = errorResponses(400, 401, 404, 413, 503);
+const inputErrors = errorResponses(400, 401, 404, 413, 429, 503);
 
 export const ListQuery = z.strictObject({
   runId: Text(1, 200).optional(),
@@ -120,9 +121,16 @@ export const hostRoutes: FastifyPluginAsyncZod<HostRoutesOptions> = async (app, 
   const store = res.store;
   const config: Config = res.config;
 
+  const quotas = new QuotaGate(store, res.metrics);
   app.decorateRequest("identity", null);
   app.addHook("onRequest", async (request) => {
-    (request as unknown as { identity: HostIdentity }).identity = authenticateHost(credentials, request.headers);
+    const identity = authenticateHost(credentials, request.headers);
+    (request as unknown as { identity: HostIdentity }).identity = identity;
+    // the tenant's request rate, and its waiting waits before a registration (docs/api.md, Quotas)
+    const tenant = quotaTenant(identity, request.query, config.tenants);
+    if (tenant !== null) {
+      await quotas.host(tenant, request.method === "POST" && request.routeOptions.url === "/v1/waits");
+    }
   });
   // metadata and delivered payloads are plain JSON, at most MAX_JSON_DEPTH levels deep
   app.addHook("preValidation", async (request) => {
@@ -175,7 +183,7 @@ export const hostRoutes: FastifyPluginAsyncZod<HostRoutesOptions> = async (app, 
         tags: ["waits"],
         summary: "List waits (by run, type, match key, state), a page at a time",
         querystring: ListQuery,
-        response: { 200: WaitPage, ...errorResponses(400, 401, 404, 503) },
+        response: { 200: WaitPage, ...errorResponses(400, 401, 404, 429, 503) },
       },
     },
     async (request, reply) => {

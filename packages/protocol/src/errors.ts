@@ -7,6 +7,8 @@ export const errorCatalogue = {
   unauthorized: { status: 401, message: "unauthorized" },
   /** thrown when a producer exceeds its configured rate */
   rate_limited: { status: 429, message: "rate limit exceeded" },
+  /** thrown when a tenant is at its waitingWaits or bufferedEvents quota */
+  quota_exceeded: { status: 429, message: "quota exceeded" },
   /** thrown when a producer sends an event type it is not allowed to send */
   forbidden_event_type: { status: 403, message: "event type not allowed for this producer" },
   /** thrown when a wait or event does not exist, is malformed or belongs to another tenant */

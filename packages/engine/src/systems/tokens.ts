@@ -67,7 +67,10 @@ export class TokensSystem {
         now: this.ctx.now(),
       }),
     );
-    return completeByTokenResult(waitId, reply);
+    const wait = completeByTokenResult(waitId, reply);
+    // (the tenant's waiting count, beside the transition: quotas.ts)
+    await this.ctx.noteCounts(new Map([[wait.tenant, { waiting: -1 }]]));
+    return wait;
   }
 
   /**

@@ -127,6 +127,11 @@ export class WaitsSystem {
       }),
     );
     const result = registerWaitResult(waitId, reply);
+    if (result.created) {
+      // a new waiting wait, or one a buffered event resolved at once (that event is no longer buffered)
+      const delta = result.wait.state === "waiting" ? { waiting: 1 } : { buffered: -1 };
+      await this.ctx.noteCounts(new Map([[tenant, delta]]));
+    }
     return result.created && token ? { ...result, token: token.value } : result;
   }
 
@@ -167,7 +172,9 @@ export class WaitsSystem {
         now: this.ctx.now(),
       }),
     );
-    return cancelWaitResult(waitId, reply);
+    const wait = cancelWaitResult(waitId, reply);
+    await this.ctx.noteCounts(new Map([[wait.tenant, { waiting: -1 }]]));
+    return wait;
   }
 
   /** Claims a settled wait's continuation; `first` is true for exactly one caller. */
@@ -266,6 +273,7 @@ export class WaitsSystem {
       partitions.map((p) =>
         deliverCandidatesCall(keys.partition(p), {
           indexPrefix,
+          legacyIndexPrefix: keys.legacyIndex ? keys.legacyIndexKey(tenant, indexPrefix) : "",
           matchKeyPrefix,
           idPrefix: waitIdPrefix(p),
           limit: config.fanoutCap,
@@ -293,6 +301,8 @@ export class WaitsSystem {
           }),
         ),
     );
-    return { delivered: resolved.flatMap(deliverWaitsIds), matched: candidates.length };
+    const delivered = resolved.flatMap(deliverWaitsIds);
+    await this.ctx.noteCounts(new Map(delivered.length > 0 ? [[tenant, { waiting: -delivered.length }]] : []));
+    return { delivered, matched: candidates.length };
   }
 }
