@@ -25,6 +25,7 @@ import { info, startBenchRedis } from "../lib/redis.js";
 import { correlationIds, EVENT_TYPE, load, machine, POSITION, PRODUCER, runId, TENANT } from "../lib/setup.js";
 import { sleep } from "../lib/stats.js";
 import { fmt, pct, printTable, progress, setProgressSink } from "../lib/table.js";
+import { fairnessOptions, quotaFairness } from "../quota-fairness.js";
 import type { BurstResult } from "../timeouts-burst.js";
 import { continuationsBench } from "./continuations.js";
 import { event, ingest, oneAtATime, paced, registerTargets, startPath, type Target, throughput } from "./e2e.js";
@@ -86,6 +87,7 @@ export async function main(): Promise<void> {
   const burstWaits = args.number("burst-waits", quick ? 5000 : 50_000);
   const blackboxEvents = args.number("blackbox-events", quick ? 500 : 10_000);
   const blackboxSingles = args.number("blackbox-singles", quick ? 100 : 500);
+  const blackboxTracing = args.string("blackbox-tracing", "off,on");
   const batch = 100;
   const batchesInFlight = 4;
   const started = performance.now();
@@ -445,7 +447,14 @@ export async function main(): Promise<void> {
 
     // 10. black box: bench/blackbox.ts (real processes, HTTP producers, a host worker) against this Redis
     const blackbox = await scenario("10. black box", 1, async (step) => {
-      const sizes = ["--events", String(blackboxEvents), "--singles", String(blackboxSingles)];
+      const sizes = [
+        "--events",
+        String(blackboxEvents),
+        "--singles",
+        String(blackboxSingles),
+        "--tracing",
+        blackboxTracing,
+      ];
       const r = await childBench<BlackboxResult>(
         "../blackbox.ts",
         ["--redis-url", server.url, ...sizes, ...(quick ? ["--quick", "--configs", "start"] : [])],
@@ -456,6 +465,20 @@ export async function main(): Promise<void> {
     });
     results.blackbox = blackbox;
     for (const row of blackboxRows(blackbox)) add({ scenario: "10. black box", ...row });
+
+    // 11. quota fairness: bench/quota-fairness.ts against this Redis (a prefix of its own)
+    const fair = await scenario("11. quota fairness", 1, async (step) => {
+      const r = await quotaFairness(server.url, { ...fairnessOptions(quick), partitions });
+      step();
+      return r;
+    });
+    results.quotaFairness = fair;
+    add({
+      scenario: "11. quota fairness",
+      metric: `a tenant's p99 accepted → continuation, one event at a time, while another floods at its producerEventsPerSec (${fmt(fair.options.floodRate)}/s) / alone, ms`,
+      value: `${fmt(fair.flooded.p99)} / ${fmt(fair.alone.p99)} (×${fair.ratioP99.toFixed(2)})`,
+      target: `flood accepted ${fmt(fair.floodAcceptedPerSec)}/s, ${fmt(fair.floodRefused)} refused`,
+    });
 
     const order = (s: string) => Number.parseInt(s, 10);
     rows.sort((a, b) => order(a.scenario) - order(b.scenario));

@@ -12,16 +12,25 @@
 --@include "expiry"
 
 -- Returns the stored record text (what the transitions reply: no second encode).
--- `member`, when not nil, is the wait's index member as the caller read it; `trace`,
--- when neither nil nor "", the resolution's trace context text (the outbox entry's t).
+-- `member`, when not nil, is the wait's index member as the caller read it (in the
+-- current layout); else it is computed, and a legacy member is removed in its place.
+-- The done index gets the current layout either way. `trace`, when neither nil nor "",
+-- is the resolution's trace context text (the outbox entry's t).
 local function settleWait(keys, waitId, wait, state, resolution, historyEntry, now, retentionMs, member, trace)
   wait["s"] = state
   wait["res"] = resolution
   pushHistory(wait, historyEntry)
   local record = encodeWait(wait)
   redis.call("HSET", keys.waits, waitId, record)
-  member = member or waitMember(wait, waitId)
-  redis.call("ZREM", keys.waiting, member)
+  if member then
+    redis.call("ZREM", keys.waiting, member)
+  else
+    member = waitMember(wait, waitId)
+    if redis.call("ZREM", keys.waiting, member) == 0 then
+      -- indexed before the layout change
+      redis.call("ZREM", keys.waiting, indexKey(wait["mk"], nil, true) .. waitIdBody(waitId))
+    end
+  end
   redis.call("ZADD", keys.done, "0", member)
   if wait["dl"] ~= nil then
     -- (only a wait with a deadline has a deadline index entry)

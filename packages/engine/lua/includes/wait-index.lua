@@ -1,7 +1,10 @@
 --[[
-  The wait indexes of a partition (waiting, done) hold "<index key 12><wait id body 16>"
-  (28 bytes: jemalloc's 32-byte class), all scores 0, so a prefix of the index key
-  ranges over a tenant, a type or a match key.
+  The wait indexes of a partition (waiting, done) hold "<index key><wait id body 16>",
+  all scores 0, so a prefix of the index key ranges over a tenant (exactly), a type or
+  a match key. Members written before 2026-12-01 carry the 12-character legacy index
+  key (docs/architecture.md, "Upgrading the wait indexes"): readers look under both,
+  and a wait leaving an index whose current member is not there is removed under its
+  legacy one, indexKey(mk, nil, true) .. waitIdBody(waitId).
 ]]
 --@include "digests"
 --@include "ids"
@@ -12,8 +15,8 @@ local function waitMember(wait, waitId)
   return indexKey(wait["mk"]) .. waitIdBody(waitId)
 end
 
--- The wait id of an index member, given the partition's "w<partition>." prefix.
+-- The wait id of an index member (of either layout), given the partition's "w<partition>." prefix.
 --@inline
 local function memberWaitId(idPrefix, member)
-  return idPrefix .. string.sub(member, 13)
+  return idPrefix .. string.sub(member, -16)
 end

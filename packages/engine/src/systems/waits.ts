@@ -17,12 +17,17 @@ import { type ConsumeResult, consumeWaitCall, consumeWaitResult } from "../trans
 import { deliverCandidatesCall, deliverCandidatesIds } from "../transitions/deliverCandidates.js";
 import { deliverWaitsCall, deliverWaitsIds } from "../transitions/deliverWaits.js";
 import { registerWaitCall, registerWaitResult } from "../transitions/registerWait.js";
+import { checkHeartbeatMs, newToken } from "./tokens.js";
 
 export interface DeliverRequest {
   eventType: string;
   correlationId?: string;
   payload?: Record<string, unknown>;
   all?: boolean;
+  /** the resolutions' outcome @defaultValue "success" */
+  outcome?: "success" | "failure";
+  /** a failure's error object */
+  error?: Record<string, unknown>;
 }
 
 /** A timeline entry a caller may append (the others are written by the transitions themselves). */
@@ -46,7 +51,11 @@ export class WaitsSystem {
    * trace context, is kept in the new wait's record (not part of its definition).
    * @throws RendezvousError wait_conflict, invalid_request, payload_too_large (metadata over maxMetadataBytes)
    */
-  async register(tenant: string, spec: WaitSpec, trace?: TraceCarrier): Promise<{ created: boolean; wait: Wait }> {
+  async register(
+    tenant: string,
+    spec: WaitSpec,
+    trace?: TraceCarrier,
+  ): Promise<{ created: boolean; wait: Wait; token?: string }> {
     const { keys, config } = this.ctx;
     const deadlineMs = toMs(spec.deadline);
     const sinceMs = toMs(spec.since);
@@ -60,6 +69,7 @@ export class WaitsSystem {
         issues: [{ path: ["deadline"], message: `at most ${config.maxTimeoutMs} ms ahead` }],
       });
     }
+    checkHeartbeatMs(spec.heartbeatMs, config.maxTimeoutMs);
     const metadata = spec.metadata === undefined ? undefined : JSON.stringify(spec.metadata);
     if (metadata !== undefined && Buffer.byteLength(metadata) > config.maxMetadataBytes) {
       throw new RendezvousError(
@@ -79,6 +89,7 @@ export class WaitsSystem {
         timeoutMs: spec.timeoutMs,
         deadline: deadlineMs,
         since: sinceMs,
+        heartbeatMs: spec.heartbeatMs,
       }),
       5,
     );
@@ -98,12 +109,16 @@ export class WaitsSystem {
         waitId: keys.waitIdOfRunMember(`${runPosition}${claimedTag}`),
       });
     }
+    // a token asked for is made now; it is shown only if this call creates the wait
+    const token = spec.token ? newToken(waitId) : undefined;
     const record = registrationRecord({
       matchKey: keys.matchKey(tenant, spec.eventType, spec.correlationId),
       runId: spec.runId,
       position: spec.position,
       externalJobId: spec.externalJobId,
       metadata,
+      tokenHash: token?.hash,
+      heartbeatMs: spec.heartbeatMs,
       trace: traceText(trace),
     });
     const reply = await this.ctx.run(
@@ -118,7 +133,13 @@ export class WaitsSystem {
         indexKey: keys.indexKey(tenant, spec.eventType, spec.correlationId),
       }),
     );
-    return registerWaitResult(waitId, reply);
+    const result = registerWaitResult(waitId, reply);
+    if (result.created) {
+      // a new waiting wait, or one a buffered event resolved at once (that event is no longer buffered)
+      const delta = result.wait.state === "waiting" ? { waiting: 1 } : { buffered: -1 };
+      await this.ctx.noteCounts(new Map([[tenant, delta]]));
+    }
+    return result.created && token ? { ...result, token: token.value } : result;
   }
 
   /** The raw record of a wait, whatever its tenant (internal). */
@@ -162,7 +183,9 @@ export class WaitsSystem {
         trace: traceText(trace),
       }),
     );
-    return cancelWaitResult(waitId, reply);
+    const wait = cancelWaitResult(waitId, reply);
+    await this.ctx.noteCounts(new Map([[wait.tenant, { waiting: -1 }]]));
+    return wait;
   }
 
   /** Claims a settled wait's continuation; `first` is true for exactly one caller. */
@@ -265,6 +288,7 @@ export class WaitsSystem {
       partitions.map((p) =>
         deliverCandidatesCall(keys.partition(p), {
           indexPrefix,
+          legacyIndexPrefix: keys.legacyIndex ? keys.legacyIndexKey(tenant, indexPrefix) : "",
           matchKeyPrefix,
           idPrefix: waitIdPrefix(p),
           limit: config.fanoutCap,
@@ -284,6 +308,8 @@ export class WaitsSystem {
           deliverWaitsCall(keys.partition(x.p), {
             tenantPrefix: encodeParts(tenant),
             payload: req.payload === undefined ? undefined : JSON.stringify(req.payload),
+            outcome: req.outcome,
+            error: req.error === undefined ? undefined : JSON.stringify(req.error),
             retentionMs: config.retentionMs,
             waitIds: x.ids,
             now,
@@ -291,6 +317,8 @@ export class WaitsSystem {
           }),
         ),
     );
-    return { delivered: resolved.flatMap(deliverWaitsIds), matched: candidates.length };
+    const delivered = resolved.flatMap(deliverWaitsIds);
+    await this.ctx.noteCounts(new Map(delivered.length > 0 ? [[tenant, { waiting: -delivered.length }]] : []));
+    return { delivered, matched: candidates.length };
   }
 }
