@@ -27,9 +27,9 @@ import { installProcessMetrics, opsRoutes } from "./ops.js";
 import { ingestRoutes } from "./producers/routes.js";
 import { installQueueGauges } from "./queue-metrics.js";
 import { lazyChildLogger } from "./request-logger.js";
+import { traceRequests } from "./request-tracing.js";
 import { tenantUsageRoutes } from "./tenant-usage.js";
 import { redactTokenUrl, tokenRoutes } from "./token-routes.js";
-import { traceRequests } from "./request-tracing.js";
 import { clientAborted } from "./unread-body.js";
 
 /** The API's version in the OpenAPI document. */
