@@ -20,6 +20,7 @@ const alias = {
  */
 const ON_CLUSTER = [
   "packages/engine/test/transitions.test.ts",
+  "packages/engine/test/shapes.test.ts",
   "packages/engine/test/deliver.test.ts",
   "packages/engine/test/inspect.test.ts",
   "packages/engine/test/redis-url.test.ts",

@@ -54,7 +54,7 @@ for _, member in ipairs(due) do
   elseif kind == "w" then
     local wait = loadWait(keys.waits, rest)
     if wait ~= nil then
-      redis.call("ZREM", keys.done, waitMember(wait, rest))
+      redis.call("ZREM", keys.done, unpack(waitMembers(wait, rest)))
       redis.call("HDEL", keys.waits, rest)
       expiredWaits[#expiredWaits + 1] = wait["mk"]
       expiredWaits[#expiredWaits + 1] = wait["r"]

@@ -158,22 +158,60 @@ export const EventInput = z
   .meta({ id: "EventInput", description: "The event envelope a producer sends" });
 export type EventInput = z.infer<typeof EventInput>;
 
+/** Most types of an any-of wait. */
+export const MAX_EVENT_TYPES = 16;
+/** Most events a count-wait waits for. */
+export const MAX_WAIT_COUNT = 100;
+
+/** What is wrong with a wait's shape fields (eventType / eventTypes / failureTypes), or null. */
+function shapeIssue(w: {
+  eventType?: string | undefined;
+  eventTypes?: string[] | undefined;
+  failureTypes?: string[] | undefined;
+}): { path: string; message: string } | null {
+  if ((w.eventType === undefined) === (w.eventTypes === undefined)) {
+    return { path: "eventTypes", message: "give eventType or eventTypes, one of them" };
+  }
+  const types = w.eventTypes ?? [w.eventType as string];
+  if (new Set(types).size !== types.length) return { path: "eventTypes", message: "a type is repeated" };
+  if (w.failureTypes !== undefined) {
+    if (w.failureTypes.some((t) => !types.includes(t))) {
+      return { path: "failureTypes", message: "each failure type must be one of eventTypes" };
+    }
+    if (new Set(w.failureTypes).size >= types.length) {
+      return { path: "failureTypes", message: "at least one of eventTypes must not be a failure type" };
+    }
+  }
+  return null;
+}
+
 /** The body of `POST /v1/waits`. */
 export const WaitSpec = z
   .strictObject({
     runId: Text(1, 200),
     position: Text(1, 200),
-    eventType: EventType,
+    /** one event type; or `eventTypes` (any-of) instead */
+    eventType: EventType.optional(),
+    /** any-of: 1–16 distinct types, instead of `eventType` (docs/api.md, Wait shapes) */
+    eventTypes: z.array(EventType).min(1).max(MAX_EVENT_TYPES).optional(),
     correlationId: CorrelationId,
     timeoutMs: z.int().positive().max(Number.MAX_SAFE_INTEGER).optional(),
     deadline: IsoTime.optional(),
     since: IsoTime.optional(),
     externalJobId: Text(1, 200).optional(),
     metadata: InputObject.optional(),
+    /** resolve when N distinct events have matched (default 1) */
+    count: z.int().min(1).max(MAX_WAIT_COUNT).optional(),
+    /** the `eventTypes` that mean failure (`resolution.outcome`) */
+    failureTypes: z.array(EventType).min(1).max(MAX_EVENT_TYPES).optional(),
   })
   .refine((w) => !(w.timeoutMs !== undefined && w.deadline !== undefined), {
     message: "give timeoutMs or deadline, not both",
     path: ["deadline"],
+  })
+  .superRefine((w, ctx) => {
+    const bad = shapeIssue(w);
+    if (bad) ctx.addIssue({ code: "custom", message: bad.message, path: [bad.path] });
   })
   .meta({ id: "WaitSpec", description: "A wait to register: give timeoutMs or deadline, not both (or neither)" });
 export type WaitSpec = z.infer<typeof WaitSpec>;
@@ -195,12 +233,22 @@ export const EventRef = z
   .meta({ id: "EventRef" });
 export type EventRef = z.infer<typeof EventRef>;
 
+/** An event a shaped wait collected (docs/api.md, Wait shapes). */
+export const CollectedEvent = EventRef.extend({ type: z.string() }).meta({ id: "CollectedEvent" });
+export type CollectedEvent = z.infer<typeof CollectedEvent>;
+
 export const Resolution = z
   .object({
     kind: ResolutionKind,
     at: z.string(),
     /** the resolving event (kind `event`) */
     event: EventRef.extend({ payload: JsonObject.nullable() }).optional(),
+    /** the resolving event's type (kind `event` of a shaped wait) */
+    eventType: z.string().optional(),
+    /** a shaped wait's events in accepted order (kind `event`: with their payloads; `timeout`: those collected) */
+    events: z.array(CollectedEvent.extend({ payload: JsonObject.nullable().optional() })).optional(),
+    /** a wait with failure types: whether a failure type resolved it */
+    outcome: z.enum(["success", "failure"]).optional(),
     /** the deadline that passed (kind `timeout`) */
     deadline: z.string().optional(),
     /** the delivered payload (kind `deliver`) */
@@ -219,6 +267,7 @@ export const HistoryWhat = z
     "continuation_dispatched",
     "consumed",
     "sweeper_rescheduled",
+    "collected",
   ])
   .meta({ id: "HistoryWhat", description: "what a history entry records; more may be added" });
 export type HistoryWhat = z.infer<typeof HistoryWhat>;
@@ -248,6 +297,11 @@ export const Wait = z
     consumption: Consumption.nullable(),
     lateEvents: z.array(EventRef),
     history: z.array(HistoryEntry),
+    /** shaped waits only (docs/api.md, Wait shapes) */
+    eventTypes: z.array(z.string()).optional(),
+    count: z.int().optional(),
+    failureTypes: z.array(z.string()).optional(),
+    collected: z.array(CollectedEvent).optional(),
   })
   .meta({ id: "Wait", description: "A wait as the API shows it" });
 export type Wait = z.infer<typeof Wait>;

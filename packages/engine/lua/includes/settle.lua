@@ -18,9 +18,23 @@ local function settleWait(keys, waitId, wait, state, resolution, historyEntry, n
   pushHistory(wait, historyEntry)
   local record = encodeWait(wait)
   redis.call("HSET", keys.waits, waitId, record)
-  member = member or waitMember(wait, waitId)
-  redis.call("ZREM", keys.waiting, member)
-  redis.call("ZADD", keys.done, "0", member)
+  if wait["mx"] == nil then
+    member = member or waitMember(wait, waitId)
+    redis.call("ZREM", keys.waiting, member)
+    redis.call("ZADD", keys.done, "0", member)
+  else
+    -- an any-of wait: indexed under each of its match keys
+    -- (written out, not waitMembers: every helper is a closure made on each call)
+    local body = waitIdBody(waitId)
+    local m = indexKey(wait["mk"]) .. body
+    redis.call("ZREM", keys.waiting, m)
+    redis.call("ZADD", keys.done, "0", m)
+    for _, mk in ipairs(wait["mx"]) do
+      m = indexKey(mk) .. body
+      redis.call("ZREM", keys.waiting, m)
+      redis.call("ZADD", keys.done, "0", m)
+    end
+  end
   if wait["dl"] ~= nil then
     -- (only a wait with a deadline has a deadline index entry)
     redis.call("ZREM", keys.deadlines, waitId)

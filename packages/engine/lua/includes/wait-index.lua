@@ -12,6 +12,16 @@ local function waitMember(wait, waitId)
   return indexKey(wait["mk"]) .. waitIdBody(waitId)
 end
 
+-- Every index member of a wait: one per match key (an any-of wait has several).
+local function waitMembers(wait, waitId)
+  local body = waitIdBody(waitId)
+  local out = { indexKey(wait["mk"]) .. body }
+  for _, mk in ipairs(wait["mx"] or {}) do
+    out[#out + 1] = indexKey(mk) .. body
+  end
+  return out
+end
+
 -- The wait id of an index member, given the partition's "w<partition>." prefix.
 --@inline
 local function memberWaitId(idPrefix, member)

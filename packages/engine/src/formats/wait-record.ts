@@ -4,7 +4,15 @@
  * module knows the short names.
  */
 
-import type { EventRef, HistoryEntry, Resolution, ResolutionKind, Wait, WaitState } from "@rendezvous/protocol";
+import type {
+  CollectedEvent,
+  EventRef,
+  HistoryEntry,
+  Resolution,
+  ResolutionKind,
+  Wait,
+  WaitState,
+} from "@rendezvous/protocol";
 import { decodeParts, readParts } from "../encoding.js";
 import { iso } from "./iso.js";
 
@@ -16,9 +24,23 @@ export interface RawEventRef {
   sid: string;
 }
 
+/** An event a shaped wait took: with its payload and `x`, the number of its match key (1 = `mk`). */
+export interface RawTakenEvent extends RawEventRef {
+  pl?: string;
+  x: number;
+}
+
 export interface RawWait {
   /** encoded match key (tenant, type, correlationId) */
   mk: string;
+  /** any-of: the match keys of the other types */
+  mx?: string[];
+  /** count: the number of distinct events that resolve it (absent: 1) */
+  n?: number;
+  /** the match keys of the failure types */
+  fk?: string[];
+  /** the events collected so far (accepted order) */
+  col?: RawTakenEvent[];
   r: string;
   p: string;
   s: "w" | "r" | "t" | "c";
@@ -31,9 +53,13 @@ export interface RawWait {
   res?: {
     k: "e" | "t" | "c" | "d";
     at: number;
-    ev?: RawEventRef & { pl?: string };
+    ev?: RawEventRef & { pl?: string; x?: number };
     dl?: number;
     pl?: string;
+    /** a shaped wait's events (kind e) */
+    evs?: RawTakenEvent[];
+    /** outcome: s success, f failure (waits with failure types) */
+    o?: "s" | "f";
   };
   con?: { by: string; at: number };
   late?: RawEventRef[];
@@ -78,11 +104,46 @@ function eventRef(raw: RawEventRef): EventRef {
   return { producer: raw.pr, id: raw.id, acceptedAt: iso(raw.at), streamId: raw.sid };
 }
 
-function resolution(raw: NonNullable<RawWait["res"]>): Resolution {
+/** The event type of match key number `x` of a wait (1 = its own). */
+function typeOf(wait: RawWait, x: number): string {
+  const mk = x === 1 ? wait.mk : (wait.mx?.[x - 2] ?? wait.mk);
+  return decodeParts(mk, 3)[1] ?? "";
+}
+
+function isShaped(wait: RawWait): boolean {
+  return wait.mx !== undefined || wait.n !== undefined || wait.fk !== undefined;
+}
+
+function collected(wait: RawWait, e: RawTakenEvent): CollectedEvent {
+  return { ...eventRef(e), type: typeOf(wait, e.x) };
+}
+
+function resolution(wait: RawWait, raw: NonNullable<RawWait["res"]>): Resolution {
   const out: Resolution = { kind: KINDS[raw.k], at: iso(raw.at) };
   if (raw.ev) out.event = { ...eventRef(raw.ev), payload: parseObject(raw.ev.pl) };
   if (raw.dl !== undefined) out.deadline = iso(raw.dl);
   if (raw.k === "d") out.payload = parseObject(raw.pl);
+  if (isShaped(wait)) {
+    if (raw.k === "e" && raw.ev) {
+      out.eventType = typeOf(wait, raw.ev.x ?? 1);
+      out.events = (raw.evs ?? []).map((e) => ({ ...collected(wait, e), payload: parseObject(e.pl) }));
+      if (raw.o !== undefined) out.outcome = raw.o === "f" ? "failure" : "success";
+    } else if (raw.k === "t") {
+      out.events = (wait.col ?? []).map((e) => collected(wait, e));
+    }
+  }
+  return out;
+}
+
+/** The fields a shaped wait adds to its API view. */
+function shapeFields(raw: RawWait): Partial<Wait> {
+  if (!isShaped(raw)) return {};
+  const types = [raw.mk, ...(raw.mx ?? [])].map((mk) => decodeParts(mk, 3)[1] ?? "");
+  const out: Partial<Wait> = { eventTypes: types, count: raw.n ?? 1 };
+  if (raw.fk) out.failureTypes = raw.fk.map((mk) => decodeParts(mk, 3)[1] ?? "");
+  // the events taken: collected while waiting (or at a timeout / cancel), all of them once resolved by event
+  const taken = raw.res?.k === "e" ? (raw.res.evs ?? []) : (raw.col ?? []);
+  out.collected = taken.map((e) => collected(raw, e));
   return out;
 }
 
@@ -115,10 +176,11 @@ export function toWait(id: string, raw: RawWait): Wait {
     since: raw.sn === undefined ? null : iso(raw.sn),
     externalJobId: raw.j ?? null,
     metadata: parseObject(raw.m),
-    resolution: raw.res ? resolution(raw.res) : null,
+    resolution: raw.res ? resolution(raw, raw.res) : null,
     consumption: raw.con ? { by: raw.con.by, at: iso(raw.con.at) } : null,
     lateEvents: (raw.late ?? []).map(eventRef),
     history: [registered, ...(raw.h ?? []).map(historyEntry)],
+    ...shapeFields(raw),
   };
 }
 
@@ -128,8 +190,9 @@ export function waitOf(id: string, raw: unknown): Wait {
 }
 
 /**
- * The definition part of a new wait record, JSON {mk, r, p, j?, m?} (encoded match key,
- * runId, position, external job id, raw metadata JSON): registerWait adds the rest.
+ * The definition part of a new wait record, JSON {mk, r, p, j?, m?, mx?, n?, fk?} (encoded
+ * match key, runId, position, external job id, raw metadata JSON; a shaped wait's other
+ * match keys, count, failure match keys): registerWait adds the rest.
  */
 export function registrationRecord(r: {
   matchKey: string;
@@ -137,6 +200,14 @@ export function registrationRecord(r: {
   position: string;
   externalJobId: string | undefined;
   metadata: string | undefined;
+  /** a shaped wait: the match keys of its other types, its count, its failure types' match keys */
+  otherMatchKeys?: string[] | undefined;
+  count?: number | undefined;
+  failureMatchKeys?: string[] | undefined;
 }): string {
-  return JSON.stringify({ mk: r.matchKey, r: r.runId, p: r.position, j: r.externalJobId, m: r.metadata });
+  const shape =
+    r.otherMatchKeys !== undefined || r.count !== undefined || r.failureMatchKeys !== undefined
+      ? { mx: r.otherMatchKeys, n: r.count, fk: r.failureMatchKeys }
+      : {};
+  return JSON.stringify({ mk: r.matchKey, r: r.runId, p: r.position, j: r.externalJobId, m: r.metadata, ...shape });
 }

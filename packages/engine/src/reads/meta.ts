@@ -1,16 +1,33 @@
-/** The deployment-wide metadata key: the stored partition count, and the write probe of /readyz. */
+/**
+ * The deployment-wide metadata key: the stored partition count and placement scheme,
+ * and the write probe of /readyz.
+ */
 import { RendezvousError } from "@rendezvous/protocol";
+import type { Placement } from "../keys.js";
 import type { ReaderSource } from "./source.js";
 
 /**
- * Stores the partition count on first start; refuses a process configured with
- * another one (a silent change would re-route every match key).
+ * Stores the partition count and the placement scheme on first start, and makes the
+ * layout use the stored scheme: `correlation` for a deployment created now, `match-key`
+ * for one created before placements were recorded (its meta has `partitions` and no
+ * `placement`). Refuses a process configured with another partition count (a silent
+ * change would re-route every match key).
+ *
+ * The placement is written before the partition count, and only when no partition count
+ * is stored: so a process that finds the count finds the placement too, and a
+ * deployment created before keeps `match-key` for good. (Each write is an HSETNX of one
+ * field: starting processes race to the same values.)
  * @throws RendezvousError invalid_config
  */
 export async function ensurePartitionCount(src: ReaderSource): Promise<void> {
   const key = src.keys.metaKey;
-  await src.redis.hsetnx(key, "partitions", String(src.keys.partitions));
-  const stored = Number(await src.redis.hget(key, "partitions"));
+  if ((await src.redis.hget(key, "partitions")) === null) {
+    await src.redis.hsetnx(key, "placement", "correlation");
+    await src.redis.hsetnx(key, "partitions", String(src.keys.partitions));
+  }
+  const [rawCount, rawPlacement] = await src.redis.hmget(key, "partitions", "placement");
+  src.keys.usePlacement(placementOf(rawPlacement ?? null));
+  const stored = Number(rawCount);
   if (stored !== src.keys.partitions) {
     throw new RendezvousError(
       "invalid_config",
@@ -18,6 +35,16 @@ export async function ensurePartitionCount(src: ReaderSource): Promise<void> {
       { stored, configured: src.keys.partitions },
     );
   }
+}
+
+function placementOf(raw: string | null): Placement {
+  return raw === "correlation" ? "correlation" : "match-key";
+}
+
+/** The stored placement scheme, or null before the first start. */
+export async function storedPlacement(src: ReaderSource): Promise<Placement | null> {
+  const [count, placement] = await src.redis.hmget(src.keys.metaKey, "partitions", "placement");
+  return count === null && placement === null ? null : placementOf(placement ?? null);
 }
 
 /** The stored partition count, or null before the first start. */

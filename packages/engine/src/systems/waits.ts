@@ -31,6 +31,30 @@ function toMs(isoTime: string | undefined): number | undefined {
   return isoTime === undefined ? undefined : Date.parse(isoTime);
 }
 
+/**
+ * A wait's shape (docs/api.md, Wait shapes): its types (`eventType` alone, or
+ * `eventTypes`), count and failure types; what of them enters the definition hash (the
+ * set of types, count > 1, failure types: nothing for a plain wait, so its hash is
+ * unchanged); `shaped` when the record needs the shape fields.
+ */
+export function waitShape(spec: WaitSpec): {
+  types: string[];
+  count: number;
+  failureTypes: string[] | undefined;
+  shaped: boolean;
+  definition: Record<string, unknown>;
+} {
+  const types = spec.eventTypes ?? [spec.eventType as string];
+  const count = spec.count ?? 1;
+  const failureTypes = spec.failureTypes;
+  const shaped = types.length > 1 || count > 1 || failureTypes !== undefined;
+  const definition: Record<string, unknown> = {};
+  if (types.length > 1) definition.eventTypes = [...types].sort();
+  if (count > 1) definition.count = count;
+  if (failureTypes !== undefined) definition.failureTypes = [...failureTypes].sort();
+  return { types, count, failureTypes, shaped, definition };
+}
+
 function tenantPrefix(tenant: string | null): string {
   return tenant === null ? "" : encodeParts(tenant);
 }
@@ -68,15 +92,35 @@ export class WaitsSystem {
         },
       );
     }
-    const partition = keys.matchPartition(tenant, spec.eventType, spec.correlationId);
+    const shape = waitShape(spec);
+    const eventType = shape.types[0] as string;
+    const partition = keys.matchPartition(tenant, eventType, spec.correlationId);
+    if (shape.types.length > 1 && keys.placement !== "correlation") {
+      // a deployment created before any-of waits: its types' match keys lie in different partitions
+      throw new RendezvousError(
+        "invalid_request",
+        "this deployment places waits by match key: one event type per wait",
+        {
+          issues: [
+            {
+              path: ["eventTypes"],
+              message: "several event types need the placement by correlation id (docs/api.md, Wait shapes)",
+            },
+          ],
+        },
+      );
+    }
     const waitId = keys.waitId(tenant, spec.runId, spec.position, partition);
+    // (a plain wait's definition is hashed exactly as before shapes existed)
     const defHash = digest(
       canonicalJson({
-        eventType: spec.eventType,
+        // (any-of: the set of types below, whatever their order)
+        eventType: shape.types.length > 1 ? undefined : eventType,
         correlationId: spec.correlationId,
         timeoutMs: spec.timeoutMs,
         deadline: deadlineMs,
         since: sinceMs,
+        ...shape.definition,
       }),
       5,
     );
@@ -96,12 +140,20 @@ export class WaitsSystem {
         waitId: keys.waitIdOfRunMember(`${runPosition}${claimedTag}`),
       });
     }
+    const matchKeyOf = (t: string) => keys.matchKey(tenant, t, spec.correlationId);
     const record = registrationRecord({
-      matchKey: keys.matchKey(tenant, spec.eventType, spec.correlationId),
+      matchKey: matchKeyOf(eventType),
       runId: spec.runId,
       position: spec.position,
       externalJobId: spec.externalJobId,
       metadata,
+      ...(shape.shaped
+        ? {
+            otherMatchKeys: shape.types.length > 1 ? shape.types.slice(1).map(matchKeyOf) : undefined,
+            count: shape.count > 1 ? shape.count : undefined,
+            failureMatchKeys: shape.failureTypes?.map(matchKeyOf),
+          }
+        : {}),
     });
     const reply = await this.ctx.run(
       registerWaitCall(keys.partition(partition), {
@@ -112,7 +164,7 @@ export class WaitsSystem {
         sinceMs,
         retentionMs: config.retentionMs,
         now: this.ctx.now(),
-        indexKey: keys.indexKey(tenant, spec.eventType, spec.correlationId),
+        indexKey: keys.indexKey(tenant, eventType, spec.correlationId),
       }),
     );
     return registerWaitResult(waitId, reply);
