@@ -4,7 +4,7 @@
  */
 import { isRendezvousError } from "@rendezvous/protocol";
 import { describe, expect, it } from "vitest";
-import { ensurePartitionCount, Store } from "../src/index.js";
+import { ensurePartitionCount, explainWait, listWaits, Store } from "../src/index.js";
 import { event, type Harness, ingestOne, makeStore, matchOne } from "./helpers.js";
 
 const SETTLED = "payment.settled";
@@ -264,6 +264,59 @@ describe("count N", () => {
     const done = await h.store.getWait("acme", wait.id);
     expect(done?.resolution).toMatchObject({ outcome: "failure", eventType: "approval.denied" });
     expect(done?.resolution?.events?.map((e) => e.type)).toEqual(["approval.given", "approval.denied"]);
+  });
+});
+
+describe("reads of shaped waits", () => {
+  it("a listing shows an any-of wait once, and under each of its types", async () => {
+    const h = makeStore();
+    const { wait } = await h.store.register("acme", anyOf("run-1", "c-1"));
+    await h.store.register("acme", { runId: "run-2", position: "p", eventType: SETTLED, correlationId: "c-2" });
+    const all = await listWaits(h.store, "acme", {}, { limit: 50 });
+    expect(all.waits.filter((w) => w.id === wait.id)).toHaveLength(1);
+    expect(all.waits).toHaveLength(2);
+    for (const eventType of [SETTLED, FAILED]) {
+      const page = await listWaits(h.store, "acme", { eventType, correlationId: "c-1" }, { limit: 50 });
+      expect(page.waits.map((w) => w.id)).toEqual([wait.id]);
+    }
+    expect((await listWaits(h.store, "acme", { eventType: FAILED }, { limit: 50 })).waits.map((w) => w.id)).toEqual([
+      wait.id,
+    ]);
+  });
+
+  it("explain says how many events arrived and which types are missing", async () => {
+    const h = makeStore();
+    const spec = {
+      runId: "run-1",
+      position: "p",
+      eventTypes: ["approval.given", "approval.legal"],
+      count: 3,
+      correlationId: "rel-1",
+    };
+    const { wait } = await h.store.register("acme", spec);
+    await publishAndMatch(h, approval("a1", "rel-1").e);
+    await publishAndMatch(h, approval("a2", "rel-1").e);
+    const now = (await h.store.getWait("acme", wait.id)) as NonNullable<Awaited<ReturnType<typeof h.store.getWait>>>;
+    const x = await explainWait(h.store, now, { backlogThresholdMs: 1000 });
+    expect(x.details).toMatchObject({
+      collected: 2,
+      count: 3,
+      missingTypes: ["approval.legal"],
+      summary: "2 of 3 events arrived",
+    });
+  });
+
+  it("retention removes a settled any-of wait from the done index under each of its types", async () => {
+    const h = makeStore({ retentionMs: 1000 });
+    const { wait } = await h.store.register("acme", anyOf("run-1", "c-1"));
+    await h.store.cancel("acme", wait.id);
+    const k = h.store.keys.partition(h.store.keys.waitPartition(wait.id) as number);
+    expect(await h.redis.zcard(k.done)).toBe(2);
+    h.tick(1001);
+    await h.store.expireMany(h.store.keys.allPartitions());
+    expect(await h.store.getWait("acme", wait.id)).toBeNull();
+    expect(await h.redis.zcard(k.done)).toBe(0);
+    expect(await h.redis.zcard(k.waiting)).toBe(0);
   });
 });
 
