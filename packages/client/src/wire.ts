@@ -26,7 +26,10 @@ export interface EventInput {
 export interface WaitSpec {
   runId: string;
   position: string;
-  eventType: string;
+  /** one event type; or `eventTypes` instead */
+  eventType?: string | undefined;
+  /** any-of: 1–16 distinct types, instead of `eventType` (docs/api.md, Wait shapes) */
+  eventTypes?: string[] | undefined;
   correlationId: string;
   /** give `timeoutMs` or `deadline`, not both */
   timeoutMs?: number | undefined;
@@ -36,6 +39,10 @@ export interface WaitSpec {
   since?: string | undefined;
   externalJobId?: string | undefined;
   metadata?: JsonObject | undefined;
+  /** resolve when N distinct events have matched (1–100, default 1) */
+  count?: number | undefined;
+  /** the `eventTypes` that mean failure (`resolution.outcome`) */
+  failureTypes?: string[] | undefined;
 }
 
 export type WaitState = "waiting" | "resolved" | "timed_out" | "cancelled";
@@ -55,6 +62,16 @@ export interface ResolvingEvent extends EventRef {
   payload: JsonObject | null;
 }
 
+/** An event a shaped wait collected (docs/api.md, Wait shapes). */
+export interface CollectedEvent extends EventRef {
+  type: string;
+}
+
+/** An event of a shaped wait's resolution: with its payload (kind `event`). */
+export interface ResolutionEvent extends CollectedEvent {
+  payload?: JsonObject | null | undefined;
+}
+
 export interface Resolution {
   kind: ResolutionKind;
   at: string;
@@ -64,6 +81,12 @@ export interface Resolution {
   deadline?: string | undefined;
   /** the delivered payload (kind `deliver`) */
   payload?: JsonObject | null | undefined;
+  /** the resolving event's type (kind `event` of a shaped wait) */
+  eventType?: string | undefined;
+  /** a shaped wait's events in accepted order (kind `event`: with their payloads; `timeout`: those collected) */
+  events?: ResolutionEvent[] | undefined;
+  /** a wait with failure types: whether a failure type resolved it */
+  outcome?: "success" | "failure" | undefined;
 }
 
 export type HistoryWhat =
@@ -74,7 +97,8 @@ export type HistoryWhat =
   | "duplicate_ignored"
   | "continuation_dispatched"
   | "consumed"
-  | "sweeper_rescheduled";
+  | "sweeper_rescheduled"
+  | "collected";
 
 /** One timeline entry; entries carry more fields per `what`. */
 export interface HistoryEntry {
@@ -106,6 +130,11 @@ export interface Wait {
   consumption: Consumption | null;
   lateEvents: EventRef[];
   history: HistoryEntry[];
+  /** shaped waits only (docs/api.md, Wait shapes) */
+  eventTypes?: string[] | undefined;
+  count?: number | undefined;
+  failureTypes?: string[] | undefined;
+  collected?: CollectedEvent[] | undefined;
 }
 
 export type EventStatus = "pending" | "matched" | "buffered" | "late" | "expired";
