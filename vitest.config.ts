@@ -29,6 +29,7 @@ const ON_CLUSTER = [
   "packages/workers/test/scheduler.test.ts",
   "packages/server/test/crash.test.ts",
   "packages/server/test/e2e-api.test.ts",
+  "packages/server/test/e2e-shapes.test.ts",
   "packages/server/test/e2e-errors.test.ts",
   "packages/server/test/e2e-fuzz.test.ts",
   "packages/server/test/sdk.test.ts",
