@@ -111,6 +111,23 @@ describe("any-of", () => {
     expect((await h.store.getWait("acme", wait.id))?.resolution?.outcome).toBe("failure");
   });
 
+  it("direct delivery finds an any-of wait under any of its types; a cancelled one gets later events of each as late", async () => {
+    const h = makeStore();
+    const a = (await h.store.register("acme", anyOf("run-1", "c-1"))).wait;
+    const delivered = await h.store.deliver("acme", { eventType: FAILED, correlationId: "c-1", payload: { x: 1 } });
+    expect(delivered.delivered).toEqual([a.id]);
+    expect((await h.store.getWait("acme", a.id))?.resolution?.kind).toBe("deliver");
+    const b = (await h.store.register("acme", anyOf("run-2", "c-2"))).wait;
+    await h.store.cancel("acme", b.id);
+    for (const [id, type] of [
+      ["l1", SETTLED],
+      ["l2", FAILED],
+    ] as const) {
+      expect((await publishAndMatch(h, event(id, "c-2", { type }))).match.late).toEqual([b.id]);
+    }
+    expect((await h.store.getWait("acme", b.id))?.lateEvents.map((e) => e.id)).toEqual(["l1", "l2"]);
+  });
+
   it("the definition: the set of types (any order), count and failure types; one type as eventTypes is a plain wait", async () => {
     const h = makeStore();
     const a = await h.store.register("acme", anyOf("run-1", "c-1"));
