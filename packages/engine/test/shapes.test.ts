@@ -372,6 +372,13 @@ describe("placement and upgrade", () => {
       const r = await publishAndMatch(u, event(`e-${i}`, `job-${i}`));
       expect(r.match.matched).toEqual([w.id]);
     }
+    // the run index names the wait, whatever a process computes: one that places by correlation id
+    const stray = new Store({ redis: h.redis, prefix: h.prefix, config: h.store.config, clock: () => h.clock.now });
+    expect(stray.keys.placement).toBe("correlation");
+    for (const [i, w] of old.entries()) {
+      const again = await stray.register("acme", countOf(1, `run-${i}`, `job-${i}`, { eventType: "job.done" }));
+      expect(again).toMatchObject({ created: false, wait: { id: w.id, state: "resolved" } });
+    }
     const late = await upgraded.register("acme", countOf(1, "run-x", "job-late", { eventType: "job.done" }));
     expect(late.wait.resolution?.event?.id).toBe("early");
     // count works on the old placement; several types do not

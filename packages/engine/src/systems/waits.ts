@@ -7,11 +7,15 @@ import { type HistoryWhat, RendezvousError, type Wait, type WaitSpec } from "@re
 import type { BatchCommand } from "../batch.js";
 import { canonicalJson, digest, encodeParts } from "../encoding.js";
 import type { EngineContext } from "../engine-context.js";
-import { tagPartition, waitIdPrefix } from "../formats/index-members.js";
+import { tagPartition, untagPartition, waitIdPrefix } from "../formats/index-members.js";
 import { parseWaitRecord, type RawWait, registrationRecord, toWait, waitOf } from "../formats/wait-record.js";
 import { annotateWaitCall, annotateWaitResult } from "../transitions/annotateWait.js";
 import { cancelWaitCall, cancelWaitResult } from "../transitions/cancelWait.js";
-import { claimRunPositionCall, claimRunPositionConflict } from "../transitions/claimRunPosition.js";
+import {
+  claimRunPositionCall,
+  claimRunPositionConflict,
+  claimRunPositionTag,
+} from "../transitions/claimRunPosition.js";
 import { type ConsumeResult, consumeWaitCall, consumeWaitResult } from "../transitions/consumeWait.js";
 import { deliverCandidatesCall, deliverCandidatesIds } from "../transitions/deliverCandidates.js";
 import { deliverWaitsCall, deliverWaitsIds } from "../transitions/deliverWaits.js";
@@ -94,7 +98,7 @@ export class WaitsSystem {
     }
     const shape = waitShape(spec);
     const eventType = shape.types[0] as string;
-    const partition = keys.matchPartition(tenant, eventType, spec.correlationId);
+    let partition = keys.matchPartition(tenant, eventType, spec.correlationId);
     if (shape.types.length > 1 && keys.placement !== "correlation") {
       // a deployment created before any-of waits: its types' match keys lie in different partitions
       throw new RendezvousError(
@@ -110,7 +114,7 @@ export class WaitsSystem {
         },
       );
     }
-    const waitId = keys.waitId(tenant, spec.runId, spec.position, partition);
+    let waitId = keys.waitId(tenant, spec.runId, spec.position, partition);
     // (a plain wait's definition is hashed exactly as before shapes existed)
     const defHash = digest(
       canonicalJson({
@@ -126,19 +130,25 @@ export class WaitsSystem {
     );
     const runPosition = keys.runPosition(tenant, spec.runId, spec.position);
     // the member stores the partition only (tagged): with the position digest it names the wait id
-    const claimedTag = claimRunPositionConflict(
-      await this.ctx.run(
-        claimRunPositionCall(keys.partition(keys.runPartition(tenant, spec.runId)), {
-          runPosition,
-          wait: tagPartition(partition),
-          defHash,
-        }),
-      ),
+    const claim = await this.ctx.run(
+      claimRunPositionCall(keys.partition(keys.runPartition(tenant, spec.runId)), {
+        runPosition,
+        wait: tagPartition(partition),
+        defHash,
+      }),
     );
+    const claimedTag = claimRunPositionConflict(claim);
     if (claimedTag !== null) {
       throw new RendezvousError("wait_conflict", undefined, {
         waitId: keys.waitIdOfRunMember(`${runPosition}${claimedTag}`),
       });
+    }
+    // the run index names the wait: a run position claimed before lives where it was placed
+    // then (the same partition, unless the placement of its match key changed since)
+    const boundTag = claimRunPositionTag(claim);
+    if (boundTag !== tagPartition(partition)) {
+      partition = untagPartition(boundTag);
+      waitId = keys.waitIdOfRunMember(`${runPosition}${boundTag}`);
     }
     const matchKeyOf = (t: string) => keys.matchKey(tenant, t, spec.correlationId);
     const record = registrationRecord({
