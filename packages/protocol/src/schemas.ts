@@ -169,8 +169,12 @@ function shapeIssue(w: {
   eventTypes?: string[] | undefined;
   failureTypes?: string[] | undefined;
 }): { path: string; message: string } | null {
-  if ((w.eventType === undefined) === (w.eventTypes === undefined)) {
-    return { path: "eventTypes", message: "give eventType or eventTypes, one of them" };
+  // (neither: the issue is at eventType, where a body without it always had it)
+  if (w.eventType === undefined && w.eventTypes === undefined) {
+    return { path: "eventType", message: "Invalid input: expected string, received undefined" };
+  }
+  if (w.eventType !== undefined && w.eventTypes !== undefined) {
+    return { path: "eventTypes", message: "give eventType or eventTypes, not both" };
   }
   const types = w.eventTypes ?? [w.eventType as string];
   if (new Set(types).size !== types.length) return { path: "eventTypes", message: "a type is repeated" };

@@ -101,7 +101,7 @@ describe("wait shapes over HTTP", () => {
     const base = { runId: uid("run"), position: "p", correlationId: "c" };
     for (const [body, path] of [
       [{ ...base, eventType: "a.b", eventTypes: ["a.b"] }, "eventTypes"],
-      [{ ...base }, "eventTypes"],
+      [{ ...base }, "eventType"],
       [{ ...base, eventTypes: ["a.b", "a.b"] }, "eventTypes"],
       [{ ...base, eventTypes: [] }, "eventTypes"],
       [{ ...base, eventTypes: ["a.b", "c.d"], failureTypes: ["x.y"] }, "failureTypes"],
