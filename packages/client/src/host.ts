@@ -7,6 +7,7 @@ import { isRetryableStatus, RendezvousApiError, RendezvousNetworkError } from ".
 import { errorBody } from "./producer.js";
 import { type DeliverRequest, type LaunchAndWaitRequest, type WaitForRequest, waitSpecOf } from "./requests.js";
 import { type Attempt, type RetryOptions, withRetry } from "./retry.js";
+import { injectActive, otel } from "./tracing.js";
 import type { EventRecord, Explanation, Wait, WaitSpec, WaitState } from "./wire.js";
 
 export type HostClientOptions = RetryOptions & {
@@ -42,6 +43,9 @@ export interface ContinuationLease {
   wait: Wait;
   /** with `consume: true` in the claim: the consume done for the claimer (`wait` is the wait as consumed) */
   consumed?: { first: boolean; consumption: { by: string; at: string } };
+  /** the continuation's trace context (W3C), when it has one */
+  traceparent?: string;
+  tracestate?: string;
 }
 
 export interface ClaimRequest {
@@ -216,6 +220,8 @@ export class HostClient {
       url += `${url.includes("?") ? "&" : "?"}tenant=${encodeURIComponent(this.#opts.tenant)}`;
     const headers: Record<string, string> = { authorization: `Bearer ${this.#opts.token}` };
     if (body !== undefined) headers["content-type"] = "application/json";
+    // the caller's trace context, when @opentelemetry/api is installed (docs/api.md, Tracing in the client)
+    injectActive(await otel(), headers);
     return withRetry(async (): Promise<Attempt<{ status: number; body: unknown }>> => {
       let res: Response;
       try {

@@ -194,7 +194,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       await api.register(continuationRoutes, { res, credentials });
     });
     await app.register(adminQueues, { res, queueNames: deps.queueNames ?? [] });
-    await app.register(consoleRoutes, { res, credentials, boardPath: BOARD_PATH });
+    await app.register(consoleRoutes, {
+      res,
+      credentials,
+      boardPath: BOARD_PATH,
+      queueNames: deps.queueNames ?? [],
+    });
     const document = {
       operationId: "getOpenApiDocument",
       tags: ["operations"],
