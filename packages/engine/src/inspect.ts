@@ -34,7 +34,7 @@ export async function explainWait(
     reader.backlog([partition]),
     // (an any-of wait: the refusals of each of its match keys)
     Promise.all(types.map((t) => store.rejections(wait.tenant, t, wait.correlationId))),
-    reader.nearMisses(wait.tenant, wait.eventType, wait.correlationId),
+    reader.nearMisses(wait.tenant, types, wait.correlationId),
   ]);
   const rejections = rejectionsByType.flat();
   const b = backlog as PartitionBacklog;

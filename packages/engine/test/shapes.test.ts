@@ -315,6 +315,11 @@ describe("reads of shaped waits", () => {
     await publishAndMatch(h, approval("a2", "rel-1").e);
     const now = (await h.store.getWait("acme", wait.id)) as NonNullable<Awaited<ReturnType<typeof h.store.getWait>>>;
     const x = await explainWait(h.store, now, { backlogThresholdMs: 1000 });
+    // an event of its second type with another correlation id is a near miss
+    await publishAndMatch(h, event("n1", "rel-2", { type: "approval.legal" }));
+    const y = await explainWait(h.store, now, { backlogThresholdMs: 1000 });
+    expect(y.verdict).toBe("correlation_mismatch");
+    expect(y.details.nearMisses).toMatchObject([{ id: "n1", differs: "correlationId" }]);
     expect(x.details).toMatchObject({
       collected: 2,
       count: 3,

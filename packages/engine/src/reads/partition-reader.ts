@@ -41,7 +41,12 @@ export class PartitionReader {
   }
 
   /** Buffered events of the tenant that nearly match (tenant, eventType, correlationId). */
-  nearMisses(tenant: string, eventType: string, correlationId: string, perPartition?: number): Promise<NearMiss[]> {
+  nearMisses(
+    tenant: string,
+    eventType: string | readonly string[],
+    correlationId: string,
+    perPartition?: number,
+  ): Promise<NearMiss[]> {
     return nearMisses(this.#src, tenant, eventType, correlationId, perPartition);
   }
 
