@@ -69,7 +69,10 @@ export class Store {
    * queued behind them.
    */
   withConnection(redis: RedisLike): Store {
-    return new Store({ redis, config: this.config, prefix: this.keys.prefix, clock: this.#ctx.clock });
+    const store = new Store({ redis, config: this.config, prefix: this.keys.prefix, clock: this.#ctx.clock });
+    // (the deployment's placement, as read from its meta: reads/meta.ts)
+    store.keys.usePlacement(this.keys.placement);
+    return store;
   }
 
   // Each operation is its system's own method (same signature), bound here (plain

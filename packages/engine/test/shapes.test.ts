@@ -367,6 +367,7 @@ describe("placement and upgrade", () => {
     expect(upgraded.keys.placement).toBe("correlation"); // until it reads the meta
     await ensurePartitionCount(upgraded);
     expect(upgraded.keys.placement).toBe("match-key");
+    expect(upgraded.withConnection(h.redis).keys.placement).toBe("match-key");
     expect(await h.redis.hget(h.store.keys.metaKey, "placement")).toBeNull();
     const u = { ...h, store: upgraded };
     for (const [i, w] of old.entries()) {
