@@ -15,9 +15,10 @@
   KEYS[8] expiry     {p}:x   zset of records to remove, scored by time
 
   ARGV[1] waitId
-  ARGV[2] record       JSON {mk, r, p, j?, m?, mx?, n?, fk?}: encoded match key, runId,
+  ARGV[2] record       JSON {mk, r, p, j?, m?, mx?, ix?, n?, fk?}: encoded match key, runId,
                        position, externalJobId, raw metadata JSON; a shaped wait's other
-                       match keys (any-of), count, failure match keys
+                       match keys (any-of) and the index keys of all of them, count,
+                       failure match keys
   ARGV[3] timeoutMs    "" or a number: deadline = now + timeoutMs on the Redis clock
   ARGV[4] deadlineMs   "" or an absolute deadline (used when timeoutMs is "")
   ARGV[5] sinceMs      "" or the earliest accepted time a buffered event may have

@@ -328,6 +328,19 @@ describe("reads of shaped waits", () => {
     });
   });
 
+  it("an any-of record carries its index keys; one without them is settled under each type all the same", async () => {
+    const h = makeStore();
+    const { wait } = await h.store.register("acme", anyOf("run-1", "c-1"));
+    const k = h.store.keys.partition(h.store.keys.waitPartition(wait.id) as number);
+    const raw = JSON.parse((await h.redis.hget(k.waits, wait.id)) as string);
+    expect(raw.ix).toEqual([SETTLED, FAILED].map((t) => h.store.keys.indexKey("acme", t, "c-1")));
+    delete raw.ix;
+    await h.redis.hset(k.waits, wait.id, JSON.stringify(raw));
+    await h.store.cancel("acme", wait.id);
+    expect(await h.redis.zcard(k.waiting)).toBe(0);
+    expect(await h.redis.zcard(k.done)).toBe(2);
+  });
+
   it("retention removes a settled any-of wait from the done index under each of its types", async () => {
     const h = makeStore({ retentionMs: 1000 });
     const { wait } = await h.store.register("acme", anyOf("run-1", "c-1"));

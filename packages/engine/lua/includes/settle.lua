@@ -23,14 +23,19 @@ local function settleWait(keys, waitId, wait, state, resolution, historyEntry, n
     redis.call("ZREM", keys.waiting, member)
     redis.call("ZADD", keys.done, "0", member)
   else
-    -- an any-of wait: indexed under each of its match keys
+    -- an any-of wait: indexed under each of its match keys, whose index keys its record
+    -- carries (`ix`; computed here for a record without them)
     -- (written out, not waitMembers: every helper is a closure made on each call)
     local body = waitIdBody(waitId)
-    local m = indexKey(wait["mk"]) .. body
-    redis.call("ZREM", keys.waiting, m)
-    redis.call("ZADD", keys.done, "0", m)
-    for _, mk in ipairs(wait["mx"]) do
-      m = indexKey(mk) .. body
+    local ix = wait["ix"]
+    if ix == nil then
+      ix = { indexKey(wait["mk"]) }
+      for _, mk in ipairs(wait["mx"]) do
+        ix[#ix + 1] = indexKey(mk)
+      end
+    end
+    for _, ik in ipairs(ix) do
+      local m = ik .. body
       redis.call("ZREM", keys.waiting, m)
       redis.call("ZADD", keys.done, "0", m)
     end

@@ -12,9 +12,18 @@ local function waitMember(wait, waitId)
   return indexKey(wait["mk"]) .. waitIdBody(waitId)
 end
 
--- Every index member of a wait: one per match key (an any-of wait has several).
+-- Every index member of a wait: one per match key (an any-of wait has several; its
+-- record carries their index keys, `ix`, computed at registration).
 local function waitMembers(wait, waitId)
   local body = waitIdBody(waitId)
+  local ix = wait["ix"]
+  if ix ~= nil then
+    local out = {}
+    for i, ik in ipairs(ix) do
+      out[i] = ik .. body
+    end
+    return out
+  end
   local out = { indexKey(wait["mk"]) .. body }
   for _, mk in ipairs(wait["mx"] or {}) do
     out[#out + 1] = indexKey(mk) .. body

@@ -35,6 +35,8 @@ export interface RawWait {
   mk: string;
   /** any-of: the match keys of the other types */
   mx?: string[];
+  /** any-of: the index keys of all its match keys (`mk` first): its index members' prefixes */
+  ix?: string[];
   /** count: the number of distinct events that resolve it (absent: 1) */
   n?: number;
   /** the match keys of the failure types */
@@ -190,9 +192,10 @@ export function waitOf(id: string, raw: unknown): Wait {
 }
 
 /**
- * The definition part of a new wait record, JSON {mk, r, p, j?, m?, mx?, n?, fk?} (encoded
- * match key, runId, position, external job id, raw metadata JSON; a shaped wait's other
- * match keys, count, failure match keys): registerWait adds the rest.
+ * The definition part of a new wait record, JSON {mk, r, p, j?, m?, mx?, ix?, n?, fk?}
+ * (encoded match key, runId, position, external job id, raw metadata JSON; a shaped
+ * wait's other match keys, the index keys of all of them, count, failure match keys):
+ * registerWait adds the rest.
  */
 export function registrationRecord(r: {
   matchKey: string;
@@ -202,12 +205,14 @@ export function registrationRecord(r: {
   metadata: string | undefined;
   /** a shaped wait: the match keys of its other types, its count, its failure types' match keys */
   otherMatchKeys?: string[] | undefined;
+  /** with otherMatchKeys: the index keys of all the match keys, the wait's own first */
+  indexKeys?: string[] | undefined;
   count?: number | undefined;
   failureMatchKeys?: string[] | undefined;
 }): string {
   const shape =
     r.otherMatchKeys !== undefined || r.count !== undefined || r.failureMatchKeys !== undefined
-      ? { mx: r.otherMatchKeys, n: r.count, fk: r.failureMatchKeys }
+      ? { mx: r.otherMatchKeys, ix: r.otherMatchKeys ? r.indexKeys : undefined, n: r.count, fk: r.failureMatchKeys }
       : {};
   return JSON.stringify({ mk: r.matchKey, r: r.runId, p: r.position, j: r.externalJobId, m: r.metadata, ...shape });
 }

@@ -160,6 +160,7 @@ export class WaitsSystem {
       ...(shape.shaped
         ? {
             otherMatchKeys: shape.types.length > 1 ? shape.types.slice(1).map(matchKeyOf) : undefined,
+            indexKeys: shape.types.map((t) => keys.indexKey(tenant, t, spec.correlationId)),
             count: shape.count > 1 ? shape.count : undefined,
             failureMatchKeys: shape.failureTypes?.map(matchKeyOf),
           }
