@@ -28,8 +28,10 @@ const ON_CLUSTER = [
   "packages/engine/test/transitions.test.ts",
   "packages/engine/test/shapes.test.ts",
   "packages/engine/test/deliver.test.ts",
+  "packages/engine/test/tokens.test.ts",
   "packages/engine/test/inspect.test.ts",
   "packages/engine/test/redis-url.test.ts",
+  "packages/engine/test/quotas.test.ts",
   "packages/workers/test/roles.test.ts",
   "packages/workers/test/dispatch.test.ts",
   "packages/workers/test/scheduler.test.ts",
@@ -39,6 +41,8 @@ const ON_CLUSTER = [
   "packages/server/test/e2e-errors.test.ts",
   "packages/server/test/e2e-fuzz.test.ts",
   "packages/server/test/sdk.test.ts",
+  "packages/server/test/sdk-tokens.test.ts",
+  "packages/server/test/tokens-http.test.ts",
   "packages/*/test/**/*.cluster.test.ts",
 ];
 

@@ -12,22 +12,35 @@
  * - store.match: the match of N events, each resolving the one wait registered for it
  *   (the waits and events are set up before the counters are zeroed);
  * - dispatch: a Dispatcher handing out N resolved waits from the outboxes (the BullMQ
- *   job, continuation_dispatched, the ack; the waits are resolved before the zeroing).
+ *   job, continuation_dispatched, the ack; the waits are resolved before the zeroing);
+ * - quota: the quota check of N single-event producer requests (lua/takeQuota-1.lua:
+ *   the tenant's bufferedEvents count, its producerEventsPerSec and the producer's own
+ *   rateLimitPerSec, all three limits set, none reached), one script call each; a batch
+ *   request makes one check for all its events.
  *
  * It prints instructions per event for each and their ratio. Under valgrind redis-server
  * runs some 50× slower, so N is small (default 5,000).
  *
  * `--ingest-batch N` sets the events per ingest call (1: the single-event path);
+ * `--legacy-index` measures a deployment created before 2026-12-01, whose wait indexes
+ * may hold legacy members (the match reads their ranges too; docs/architecture.md);
  * `--match-shape any-of|count-3` makes the match case's waits any-of two types, or count 3
  * (three events per wait: per event, two collect and one resolves);
- * `--only raw|ingest|match|dispatch` runs one case; `--keep DIR` copies each case's dump to
+ * `--only raw|ingest|match|dispatch|quota` runs one case; `--keep DIR` copies each case's dump to
  * DIR/<case>.callgrind for `callgrind_annotate --inclusive=yes DIR/ingest.callgrind`.
  */
 import { spawnSync } from "node:child_process";
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createResources, parseConfig, type RedisServer, type Resources, startRedisServer } from "@rendezvous/engine";
+import {
+  createResources,
+  ensurePartitionCount,
+  parseConfig,
+  type RedisServer,
+  type Resources,
+  startRedisServer,
+} from "@rendezvous/engine";
 import { Dispatcher } from "@rendezvous/workers";
 import { Redis } from "ioredis";
 import { pino } from "pino";
@@ -43,9 +56,16 @@ const ONLY = args.string("only", "");
 /** the waits of the match case: one type (default), `any-of` (two types), `count-3` */
 const MATCH_SHAPE = args.string("match-shape", "one");
 if (!["one", "any-of", "count-3"].includes(MATCH_SHAPE)) throw new Error("--match-shape one | any-of | count-3");
+const LEGACY_INDEX = args.flag("legacy-index");
+
+/** As a process starts: the deployment's layout read from its meta key (fresh here), or forced legacy. */
+async function deployment(res: Resources): Promise<void> {
+  await ensurePartitionCount(res.store);
+  if (LEGACY_INDEX) res.store.keys.legacyIndex = true;
+}
 const KEEP = args.string("keep", "");
-if (ONLY && !["raw", "ingest", "match", "dispatch"].includes(ONLY)) {
-  throw new Error("--only takes raw, ingest, match or dispatch");
+if (ONLY && !["raw", "ingest", "match", "dispatch", "quota"].includes(ONLY)) {
+  throw new Error("--only takes raw, ingest, match, dispatch or quota");
 }
 
 async function startUnderCallgrind(): Promise<RedisServer> {
@@ -82,7 +102,7 @@ function lastDumpInstructions(inst: RedisServer, name: string): number {
 }
 
 async function measure(
-  name: "raw" | "ingest" | "match" | "dispatch",
+  name: "raw" | "ingest" | "match" | "dispatch" | "quota",
   prepare: (url: string) => Promise<(n: number) => Promise<void>>,
 ): Promise<number> {
   if (ONLY && ONLY !== name) return Number.NaN;
@@ -134,6 +154,7 @@ const ingest = await measure("ingest", async (url) => {
     config: parseConfig({ partitions: 16 }),
     logger: pino({ level: "silent" }),
   });
+  await deployment(res);
   return async (n) => {
     for (let done = 0; done < n; done += INGEST_BATCH) {
       await res.store.ingest(
@@ -153,6 +174,7 @@ const match = await measure("match", async (url) => {
     config: parseConfig({ partitions: 16 }),
     logger: pino({ level: "silent" }),
   });
+  await deployment(res);
   // each run: N waits registered and N events ingested first (not counted: the counters are
   // zeroed after the warm-up only), then the match of each event, which resolves its wait
   const pending: Array<{ partition: number; streamId: string; eventKey: string }> = [];
@@ -256,10 +278,40 @@ const dispatch = await measure("dispatch", async (url) => {
   };
 });
 
+const quota = await measure("quota", async (url) => {
+  const res = createResources({
+    redisUrl: url,
+    prefix: "rq",
+    config: parseConfig({
+      partitions: 16,
+      quotas: { bufferedEvents: 1e9, producerEventsPerSec: 1e9 },
+      tenants: { bench: { producers: { loader: { keys: ["k"], eventTypes: ["bench.*"], rateLimitPerSec: 1e9 } } } },
+    }),
+    logger: pino({ level: "silent" }),
+  });
+  const producer = { id: "loader", perSec: 1e9 };
+  return async (n) => {
+    // one request at a time, as single sends are checked (the API awaits each check)
+    for (let i = 0; i < n; i++) {
+      const refusal = await res.store.quotas.check({
+        tenant: "bench",
+        count: "bufferedEvents",
+        rate: "producerEventsPerSec",
+        producer,
+      });
+      if (refusal !== null) throw new Error(`quota check refused: ${JSON.stringify(refusal)}`);
+    }
+    if (n === EVENTS) await res.close();
+  };
+});
+
 const count = (n: number) => (Number.isNaN(n) ? "-" : Math.round(n).toLocaleString("en-US"));
-console.log(`\nRedis instructions per event (callgrind, ${EVENTS} events, AOF everysec)`);
+console.log(
+  `\nRedis instructions per event (callgrind, ${EVENTS} events, AOF everysec${LEGACY_INDEX ? ", legacy index layout" : ""})`,
+);
 console.log(`raw XADD (pipelined)            ${count(raw)}`);
 console.log(`store.ingest (batches of ${INGEST_BATCH})   ${count(ingest)}`);
 console.log(`ratio ingest / XADD             ${(ingest / raw).toFixed(2)}`);
 console.log(`store.match (${MATCH_SHAPE === "one" ? "resolves one wait" : `${MATCH_SHAPE} waits`}) ${count(match)}`);
 console.log(`dispatch (one resolved wait)    ${count(dispatch)}`);
+console.log(`quota check (one request)      ${count(quota)}`);

@@ -107,6 +107,7 @@ async function main(): Promise<void> {
     const call = (p: number): ScriptCall =>
       deliverCandidatesCall(keys.partition(p % 16), {
         indexPrefix: "bench\u0000t\u0000",
+        legacyIndexPrefix: "AAAAAAAA",
         matchKeyPrefix: "x",
         idPrefix: "w",
         limit: 10,

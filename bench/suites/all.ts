@@ -25,6 +25,7 @@ import { info, startBenchRedis } from "../lib/redis.js";
 import { correlationIds, EVENT_TYPE, load, machine, POSITION, PRODUCER, runId, TENANT } from "../lib/setup.js";
 import { sleep } from "../lib/stats.js";
 import { fmt, pct, printTable, progress, setProgressSink } from "../lib/table.js";
+import { fairnessOptions, quotaFairness } from "../quota-fairness.js";
 import type { BurstResult } from "../timeouts-burst.js";
 import { continuationsBench } from "./continuations.js";
 import { event, ingest, oneAtATime, paced, registerTargets, startPath, type Target, throughput } from "./e2e.js";
@@ -467,8 +468,22 @@ export async function main(): Promise<void> {
     results.blackbox = blackbox;
     for (const row of blackboxRows(blackbox)) add({ scenario: "10. black box", ...row });
 
-    // 11. the wait shapes side by side (bench/suites/shapes.ts; flushes the server)
-    const shapes = await scenario("11. wait shapes", 1, async (step) => {
+    // 11. quota fairness: bench/quota-fairness.ts against this Redis (a prefix of its own)
+    const fair = await scenario("11. quota fairness", 1, async (step) => {
+      const r = await quotaFairness(server.url, { ...fairnessOptions(quick), partitions });
+      step();
+      return r;
+    });
+    results.quotaFairness = fair;
+    add({
+      scenario: "11. quota fairness",
+      metric: `a tenant's p99 accepted → continuation, one event at a time, while another floods at its producerEventsPerSec (${fmt(fair.options.floodRate)}/s) / alone, ms`,
+      value: `${fmt(fair.flooded.p99)} / ${fmt(fair.alone.p99)} (×${fair.ratioP99.toFixed(2)})`,
+      target: `flood accepted ${fmt(fair.floodAcceptedPerSec)}/s, ${fmt(fair.floodRefused)} refused`,
+    });
+
+    // 12. the wait shapes side by side (bench/suites/shapes.ts; flushes the server)
+    const shapes = await scenario("12. wait shapes", 1, async (step) => {
       const r = await shapesBench(server.url, admin, { waits: shapeWaits, partitions });
       step();
       return r;
@@ -476,13 +491,13 @@ export async function main(): Promise<void> {
     results.shapes = shapes;
     for (const r of shapes) {
       add({
-        scenario: "11. shapes",
+        scenario: "12. shapes",
         metric: `match events/s, ${r.shape} (${fmt(r.waits)} waits, ${fmt(r.events)} events)`,
         value: fmt(r.eventsPerSec),
         ceiling: ofCeiling(r.eventsPerSec),
         target: `${fmt(r.waitsPerSec)} waits resolved/s`,
       });
-      add({ scenario: "11. shapes", metric: `Redis bytes per pending wait, ${r.shape}`, value: fmt(r.bytesPerWait) });
+      add({ scenario: "12. shapes", metric: `Redis bytes per pending wait, ${r.shape}`, value: fmt(r.bytesPerWait) });
     }
 
     const order = (s: string) => Number.parseInt(s, 10);

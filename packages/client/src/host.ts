@@ -7,8 +7,9 @@ import { isRetryableStatus, RendezvousApiError, RendezvousNetworkError } from ".
 import { errorBody } from "./producer.js";
 import { type DeliverRequest, type LaunchAndWaitRequest, type WaitForRequest, waitSpecOf } from "./requests.js";
 import { type Attempt, type RetryOptions, withRetry } from "./retry.js";
+import { resultOf, type WaitResult } from "./tokens.js";
 import { injectActive, otel } from "./tracing.js";
-import type { EventRecord, Explanation, Wait, WaitSpec, WaitState } from "./wire.js";
+import type { EventRecord, Explanation, IssuedToken, Wait, WaitSpec, WaitState } from "./wire.js";
 
 export type HostClientOptions = RetryOptions & {
   /** e.g. `http://127.0.0.1:8080` */
@@ -87,10 +88,14 @@ export class HostClient {
     this.#base = opts.baseUrl.replace(/\/+$/, "");
   }
 
-  /** Registers a wait; `created` is false when the same (runId, position) was registered before. */
-  async registerWait(spec: WaitSpec): Promise<{ created: boolean; wait: Wait }> {
+  /**
+   * Registers a wait; `created` is false when the same (runId, position) was registered
+   * before. With `token: true`, a new wait's answer carries its completion token (once).
+   */
+  async registerWait(spec: WaitSpec): Promise<{ created: boolean; wait: Wait; token?: IssuedToken }> {
     const { status, body } = await this.#call("POST", "/v1/waits", spec, true);
-    return { created: status === 201, wait: (body as { wait: Wait }).wait };
+    const { wait, token } = body as { wait: Wait; token?: IssuedToken };
+    return token === undefined ? { created: status === 201, wait } : { created: status === 201, wait, token };
   }
 
   async getWait(waitId: string): Promise<Wait> {
@@ -200,6 +205,34 @@ export class HostClient {
     if (wait.state !== "waiting" || wait.externalJobId) return wait;
     const jobId = await req.launch({ idempotencyKey: req.correlationId, waitId: wait.id });
     return this.attachJob(wait.id, jobId);
+  }
+
+  // --- completion tokens, heartbeats, outcomes (docs/api.md, "Completion tokens, failure and heartbeats")
+
+  /** A new completion token for a waiting wait (the previous one is invalid from then on). */
+  async createToken(waitId: string): Promise<IssuedToken> {
+    const path = `/v1/waits/${encodeURIComponent(waitId)}/token`;
+    return ((await this.#call("POST", path)).body as { token: IssuedToken }).token;
+  }
+
+  /** A heartbeat by the host: the wait's deadline becomes now + its heartbeatMs. */
+  async heartbeat(waitId: string): Promise<Wait> {
+    const path = `/v1/waits/${encodeURIComponent(waitId)}/heartbeat`;
+    return ((await this.#call("POST", path, {})).body as { wait: Wait }).wait;
+  }
+
+  /**
+   * As `waitFor`, resolving to how the wait ended: `success` (with the payload),
+   * `failure` (with the error), `timed_out` or `cancelled`. Nothing is thrown for a timeout.
+   */
+  async waitForResult(req: WaitForRequest): Promise<WaitResult> {
+    let { wait } = await this.registerWait(waitSpecOf(req));
+    for (;;) {
+      const result = resultOf(wait);
+      if (result) return result;
+      await new Promise((r) => setTimeout(r, req.pollMs ?? 200));
+      wait = await this.getWait(wait.id);
+    }
   }
 
   async getEvent(producer: string, eventId: string): Promise<EventRecord> {

@@ -79,6 +79,8 @@ export interface Explanation {
     };
     rejections?: Rejection[];
     nearMisses?: NearMiss[];
+    /** a wait registered with heartbeatMs; overdue: still waiting past its deadline */
+    heartbeat?: { intervalMs: number; count: number; lastAt: string | null; deadline: string | null; overdue: boolean };
   } & Record<string, unknown>;
 }
 

@@ -6,12 +6,13 @@
   KEYS[1] waiting    {p}:iw  lex zset "<index key><wait id body>"
   KEYS[2] waits      {p}:w   hash waitId -> wait record
 
-  ARGV[1] indexPrefix  index-key prefix of (tenant, type) (8 chars) or of the match key (12)
+  ARGV[1] indexPrefix  index-key prefix of (tenant, type) or of the match key
   ARGV[2] mkPrefix     encoded (tenant, type) or (tenant, type, correlationId): each
                        candidate's own match key must start with it (digests may collide)
   ARGV[3] idPrefix     "w<partition>."
   ARGV[4] limit        most index entries looked at
   ARGV[5] now          "" = Redis TIME
+  ARGV[6] legacyPrefix the same prefix in the legacy layout (waits indexed before 2026-12-01), "" = none
 
   Returns { OK, waitIds }
 ]]
@@ -25,13 +26,19 @@ local prefix, mkPrefix, idPrefix, limit = ARGV[1], ARGV[2], ARGV[3], tonumber(AR
 local now = nowMs(ARGV[5])
 
 local ids = {}
-local members = redis.call("ZRANGEBYLEX", keys.waiting, "[" .. prefix, "(" .. prefix .. "\255", "LIMIT", 0, limit)
-for _, member in ipairs(members) do
-  local waitId = memberWaitId(idPrefix, member)
-  local wait = loadWait(keys.waits, waitId)
-  if wait ~= nil and hasMatchKeyPrefix(wait, mkPrefix) and wait["s"] == "w"
-     and (wait["dl"] == nil or now <= wait["dl"]) then
-    ids[#ids + 1] = waitId
+local function collect(p)
+  local members = redis.call("ZRANGEBYLEX", keys.waiting, "[" .. p, "(" .. p .. "\255", "LIMIT", 0, limit)
+  for _, member in ipairs(members) do
+    local waitId = memberWaitId(idPrefix, member)
+    local wait = loadWait(keys.waits, waitId)
+    if wait ~= nil and hasMatchKeyPrefix(wait, mkPrefix) and wait["s"] == "w"
+       and (wait["dl"] == nil or now <= wait["dl"]) then
+      ids[#ids + 1] = waitId
+    end
   end
+end
+collect(prefix)
+if ARGV[6] ~= "" then
+  collect(ARGV[6])
 end
 return { C_OK, ids }

@@ -22,9 +22,11 @@
   ARGV[1] limit      most members handled (a group member counts once)
   ARGV[2] now        "" = Redis TIME
 
-  Returns { OK, handled, remainingDue (0|1), expiredWaits }
+  Returns { OK, handled, remainingDue (0|1), expiredWaits, expiredBuffered }
     expiredWaits: flat (encoded match key, runId, position, waitId) of each wait removed,
     so the caller can drop its run-index entry (another partition: forgetRunPositions)
+    expiredBuffered: the encoded match key of each buffered event that left the inbox
+    (the caller lowers its tenant's buffered count)
 ]]
 --@include "codes"
 --@include "clock"
@@ -39,7 +41,7 @@
 local limit = tonumber(ARGV[1])
 local now = nowMs(ARGV[2])
 
-local expiredWaits = {}
+local expiredWaits, expiredBuffered = {}, {}
 local due = redis.call("ZRANGEBYSCORE", keys.expiry, "-inf", now, "LIMIT", 0, limit)
 for _, member in ipairs(due) do
   local kind, rest = expiryEntry(member)
@@ -54,7 +56,13 @@ for _, member in ipairs(due) do
   elseif kind == "w" then
     local wait = loadWait(keys.waits, rest)
     if wait ~= nil then
-      redis.call("ZREM", keys.done, unpack(waitMembers(wait, rest)))
+      if wait["mx"] ~= nil then
+        -- an any-of wait: a member under each of its match keys
+        redis.call("ZREM", keys.done, unpack(waitMembers(wait, rest)))
+      elseif redis.call("ZREM", keys.done, waitMember(wait, rest)) == 0 then
+        -- indexed before the layout change
+        redis.call("ZREM", keys.done, indexKey(wait["mk"], nil, true) .. waitIdBody(rest))
+      end
       redis.call("HDEL", keys.waits, rest)
       expiredWaits[#expiredWaits + 1] = wait["mk"]
       expiredWaits[#expiredWaits + 1] = wait["r"]
@@ -70,7 +78,9 @@ for _, member in ipairs(due) do
   elseif kind == "b" then
     local ev = loadEvent(keys.events, rest)
     if ev ~= nil and isBuffered(ev) then
-      redis.call("ZREM", keys.inbox, inboxMember(ev["mk"], ev["sid"], rest))
+      if redis.call("ZREM", keys.inbox, inboxMember(ev["mk"], ev["sid"], rest)) == 1 then
+        expiredBuffered[#expiredBuffered + 1] = ev["mk"]
+      end
       if ev["st"] == "b" then
         ev["st"] = "x"
       end
@@ -84,4 +94,4 @@ local more = 0
 if #due == limit then
   more = 1
 end
-return { C_OK, #due, more, expiredWaits }
+return { C_OK, #due, more, expiredWaits, expiredBuffered }

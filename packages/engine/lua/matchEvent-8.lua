@@ -16,7 +16,7 @@
 
   KEYS[1] events     {p}:e   hash "e:<eventKey>" -> event record
   KEYS[2] waits      {p}:w   hash waitId -> wait record
-  KEYS[3] waiting    {p}:iw  lex zset "<index key><wait id body>"
+  KEYS[3] waiting    {p}:iw  lex zset "<index key><wait id body>" (index key: either layout)
   KEYS[4] done       {p}:id  lex zset "<index key><wait id body>"
   KEYS[5] deadlines  {p}:dl  zset waitId by deadline
   KEYS[6] inbox      {p}:ib  lex zset "<mk><padded id><eventKey>"
@@ -84,43 +84,59 @@ end
 -- Page through the waiting waits of the match key until `fanoutCap` are resolved:
 -- waits this event may not resolve (since after it, deadline before it) do not use
 -- up the cap. Resolved waits leave the index, so pages continue after the last member.
--- (the record carries the index key of its match key; records of older versions do not)
-local ik = indexKey(mk, ev["ik"])
+-- (the record carries the index key of its match key, `ix`, and the legacy one, `ik`;
+-- records of older versions carry `ik` only, or neither)
+local ik = indexKey(mk, ev["ix"])
 -- The settled waits of the match key (for late events), read before this event settles
 -- any: when they and the waits it resolves fit in one page of fanoutCap, a read after
 -- the resolutions gives this page and the waits resolved now; else it is read again.
 local first, last = "[" .. ik, "(" .. ik .. "\255"
 local settledBefore = redis.call("ZRANGEBYLEX", keys.done, first, last, "LIMIT", "0", ARGV[3])
-local from = first
-while #matched < fanoutCap do
-  local page = redis.call("ZRANGEBYLEX", keys.waiting, from, last, "LIMIT", "0", ARGV[3])
-  for _, member in ipairs(page) do
-    if #matched >= fanoutCap then
-      break
-    end
-    local waitId = memberWaitId(idPrefix, member)
-    local wait = loadWait(keys.waits, waitId)
-    -- (an index key may be shared by another match key: the wait's own must be this one)
-    -- (an any-of wait is indexed under each of its match keys: x is this one's number)
-    local x = wait ~= nil and (wait["mk"] == mk and 1 or matchKeyNumber(wait, mk)) or nil
-    if x ~= nil and wait["s"] == "w" and at >= (wait["sn"] or 0) then
-      if wait["dl"] ~= nil and at > wait["dl"] then
-        noteLate(waitId, wait)
-      elseif isShaped(wait) then
-        -- collected, or resolving it (N events, a failure type); taken either way
-        if takeForShape(keys, waitId, wait, ev, ref, x, now, retentionMs, member) then
+
+-- The waits indexed before the layout change are under the legacy index key: given by
+-- the record (`ik`), or computed for a record of an earlier version (no `ix`); a record
+-- with `ix` alone says the indexes hold no legacy member. Pass 1 reads the current
+-- range, pass 2 the legacy one, whose members settleWait replaces (it is handed none).
+local lik = ev["ik"]
+if lik == nil and ev["ix"] == nil then
+  lik = indexKey(mk, ik, true)
+end
+local passes = lik == nil and 1 or 2
+for pass = 1, passes do
+  local from, to = first, last
+  if pass == 2 then
+    from, to = "[" .. lik, "(" .. lik .. "\255"
+  end
+  while #matched < fanoutCap do
+    local page = redis.call("ZRANGEBYLEX", keys.waiting, from, to, "LIMIT", "0", ARGV[3])
+    for _, member in ipairs(page) do
+      if #matched >= fanoutCap then
+        break
+      end
+      local waitId = memberWaitId(idPrefix, member)
+      local wait = loadWait(keys.waits, waitId)
+      -- (an index key may be shared by another match key: the wait's own must be this one)
+      -- (an any-of wait is indexed under each of its match keys: x is this one's number)
+      local x = wait ~= nil and (wait["mk"] == mk and 1 or matchKeyNumber(wait, mk)) or nil
+      if x ~= nil and wait["s"] == "w" and at >= (wait["sn"] or 0) then
+        if wait["dl"] ~= nil and at > wait["dl"] then
+          noteLate(waitId, wait)
+        elseif isShaped(wait) then
+          -- collected, or resolving it (N events, a failure type); taken either way
+          if takeForShape(keys, waitId, wait, ev, ref, x, now, retentionMs, pass == 1 and member or nil) then
+            matched[#matched + 1] = waitId
+          end
+        else
+          -- (the member names this wait: its index key is the wait's, as mk is)
+          resolveByEvent(keys, waitId, wait, ev, ref, now, retentionMs, pass == 1 and member or nil)
           matched[#matched + 1] = waitId
         end
-      else
-        -- (the member names this wait: its index key is the wait's, as mk is)
-        resolveByEvent(keys, waitId, wait, ev, ref, now, retentionMs, member)
-        matched[#matched + 1] = waitId
       end
+      from = "(" .. member
     end
-    from = "(" .. member
-  end
-  if #page < fanoutCap then
-    break
+    if #page < fanoutCap then
+      break
+    end
   end
 end
 
@@ -133,14 +149,21 @@ if #settledBefore + #matched > fanoutCap then
   end
   members = redis.call("ZRANGEBYLEX", keys.done, first, last, "LIMIT", "0", ARGV[3])
 end
-for _, member in ipairs(members) do
-  local waitId = memberWaitId(idPrefix, member)
-  -- (a wait this very event just resolved is not late for it: not even loaded)
-  local wait = not (settledNow and settledNow[waitId]) and loadWait(keys.waits, waitId) or nil
-  -- settled before, not by this very event
-  if wait ~= nil and matchKeyNumber(wait, mk) ~= nil and wait["s"] ~= "w" and not resolvedBy(wait, ev)
-     and at >= (wait["sn"] or 0) then
-    noteLate(waitId, wait)
+for pass = 1, passes do
+  if pass == 2 then
+    -- (a wait settled now is in the done index under the current layout, never the legacy one)
+    members = redis.call("ZRANGEBYLEX", keys.done, "[" .. lik, "(" .. lik .. "\255", "LIMIT", "0", ARGV[3])
+    settledNow = nil
+  end
+  for _, member in ipairs(members) do
+    local waitId = memberWaitId(idPrefix, member)
+    -- (a wait this very event just resolved is not late for it: not even loaded)
+    local wait = not (settledNow and settledNow[waitId]) and loadWait(keys.waits, waitId) or nil
+    -- settled before, not by this very event
+    if wait ~= nil and matchKeyNumber(wait, mk) ~= nil and wait["s"] ~= "w" and not resolvedBy(wait, ev)
+       and at >= (wait["sn"] or 0) then
+      noteLate(waitId, wait)
+    end
   end
 end
 
@@ -159,7 +182,8 @@ else
   scheduleExpiry(keys.expiry, intText(at + ev["rt"]), "b", eventKey)
 end
 ev["mo"] = ev["st"]
-ev["ik"] = nil -- (only the match reads it)
+ev["ix"] = nil -- (only the match reads them)
+ev["ik"] = nil
 if #matched > 0 then ev["mw"] = matched end
 if #late > 0 then ev["lf"] = late end
 saveEvent(keys.events, eventKey, ev)

@@ -15,10 +15,10 @@
   KEYS[8] expiry     {p}:x   zset of records to remove, scored by time
 
   ARGV[1] waitId
-  ARGV[2] record       JSON {mk, r, p, j?, m?, mx?, ix?, n?, fk?}: encoded match key, runId,
-                       position, externalJobId, raw metadata JSON; a shaped wait's other
-                       match keys (any-of) and the index keys of all of them, count,
-                       failure match keys
+  ARGV[2] record       JSON {mk, r, p, j?, m?, tk?, hb?, mx?, ixs?, n?, fk?}: encoded match
+                       key, runId, position, externalJobId, raw metadata JSON, token hash,
+                       heartbeatMs; a shaped wait's other match keys (any-of) and the index
+                       keys of all of them, count, failure match keys
   ARGV[3] timeoutMs    "" or a number: deadline = now + timeoutMs on the Redis clock
   ARGV[4] deadlineMs   "" or an absolute deadline (used when timeoutMs is "")
   ARGV[5] sinceMs      "" or the earliest accepted time a buffered event may have
@@ -38,6 +38,7 @@
 --@include "event-record"
 --@include "inbox"
 --@include "resolve-by-event"
+--@include "tokens"
 
 --@keys
 local waitId, recordJson = ARGV[1], ARGV[2]
@@ -58,6 +59,7 @@ if ARGV[3] ~= "" then
 elseif ARGV[4] ~= "" then
   deadline = tonumber(ARGV[4])
 end
+deadline = registrationExtras(wait, now, deadline)
 wait["dl"] = deadline
 local since = 0
 if ARGV[5] ~= "" then

@@ -8,8 +8,6 @@ import {
   RendezvousError,
 } from "@rendezvous/protocol";
 import { z } from "zod";
-import { encodeParts } from "./encoding.js";
-import { digest4 } from "./keys.js";
 
 const DAY = 86_400_000;
 
@@ -30,6 +28,22 @@ export const ProducerConfig = z
   });
 export type ProducerConfig = z.infer<typeof ProducerConfig>;
 
+/**
+ * Quotas of a tenant (docs/api.md, Quotas). At the top level: the defaults; in a tenant:
+ * overrides field by field, `null` = no limit for that tenant. Absent = no limit.
+ */
+export const QuotasConfig = z.strictObject({
+  /** Most waits in state `waiting`; at it, registrations are `429 quota_exceeded`. */
+  waitingWaits: z.int().min(0).nullable().optional(),
+  /** Most events buffered unmatched; at it, producer requests are `429 quota_exceeded`. */
+  bufferedEvents: z.int().min(0).nullable().optional(),
+  /** Host-route requests per second, over every API process; over it `429 rate_limited`. */
+  hostRequestsPerSec: z.number().positive().nullable().optional(),
+  /** Events per second of all the tenant's producers, over every API process; over it `429 rate_limited`. */
+  producerEventsPerSec: z.number().positive().nullable().optional(),
+});
+export type QuotasConfig = z.infer<typeof QuotasConfig>;
+
 export const TenantConfig = z.strictObject({
   /** Bearer keys of the tenant's hosts. */
   hostKeys: z.array(z.string().min(1)).default([]),
@@ -43,6 +57,8 @@ export const TenantConfig = z.strictObject({
    * its continuation; others stay in `continuations.<tenant>`. Absent = no groups.
    */
   continuationGroups: ContinuationGroups.optional(),
+  /** This tenant's quotas: override the top-level `quotas` field by field. */
+  quotas: QuotasConfig.optional(),
 });
 export type TenantConfig = z.infer<typeof TenantConfig>;
 
@@ -146,6 +162,32 @@ export const Config = z.strictObject({
    * @defaultValue 100
    */
   fanoutCap: z.int().min(1).max(10_000).default(100),
+  /** Default quotas of every tenant (docs/api.md, Quotas); absent = no limits. */
+  quotas: QuotasConfig.default({}),
+  /**
+   * Most time between two recounts of a tenant's quota counts by the scheduler (at most
+   * 200 tenants are recounted a second, so with many tenants a round takes longer).
+   * @defaultValue 60000
+   */
+  quotaRecountMs: z.int().min(1000).default(60_000),
+  /**
+   * The address token holders reach this API at (`http:`/`https:`); with it an issued
+   * completion token comes with its complete URL. A trailing `/` is dropped.
+   */
+  publicUrl: z
+    .url({ protocol: /^https?$/ })
+    .transform((u) => u.replace(/\/+$/, ""))
+    .optional(),
+  /**
+   * Token route requests one client address may send per second (per API process).
+   * @defaultValue 20
+   */
+  tokenRateLimitPerAddressPerSec: z.int().min(1).max(1_000_000).default(20),
+  /**
+   * Token route requests naming one wait per second (per API process).
+   * @defaultValue 10
+   */
+  tokenRateLimitPerWaitPerSec: z.int().min(1).max(1_000_000).default(10),
   tenants: z.record(Name, TenantConfig).default({}),
   eventTypes: z.record(EventType, EventTypeConfig).default({}),
 });
@@ -212,20 +254,6 @@ export function parseConfig(input: unknown): Config {
       seen.set(key, `tenants.${tenant}.hostKeys`);
     }
   }
-  // The wait indexes group a tenant's waits under a 4-character digest of its name;
-  // two configured tenants must not share one (per-tenant counts rely on it).
-  const digests = new Map<string, string>();
-  for (const tenant of Object.keys(config.tenants)) {
-    const d = digest4(encodeParts(tenant));
-    const other = digests.get(d);
-    if (other !== undefined) {
-      throw new RendezvousError(
-        "invalid_config",
-        `invalid config: tenants.${tenant}: its index digest equals that of tenant ${other}; rename one of them`,
-      );
-    }
-    digests.set(d, tenant);
-  }
   continuationQueues(config.tenants);
   return config;
 }
@@ -245,6 +273,27 @@ export function loadConfigFile(path: string): Config {
     throw new RendezvousError("invalid_config", `config file ${path} is not valid JSON: ${(err as Error).message}`);
   }
   return parseConfig(json);
+}
+
+/** The limits in force for a tenant: its own quotas over the defaults (null = no limit). */
+export interface TenantQuotas {
+  waitingWaits: number | null;
+  bufferedEvents: number | null;
+  hostRequestsPerSec: number | null;
+  producerEventsPerSec: number | null;
+}
+
+/** The quotas of `tenant` (docs/api.md, Quotas): a tenant's field, when present, wins over the default. */
+export function quotasFor(config: Config, tenant: string): TenantQuotas {
+  const own = config.tenants[tenant]?.quotas ?? {};
+  const pick = <K extends keyof TenantQuotas>(k: K): TenantQuotas[K] =>
+    (own[k] !== undefined ? own[k] : (config.quotas[k] ?? null)) as TenantQuotas[K];
+  return {
+    waitingWaits: pick("waitingWaits"),
+    bufferedEvents: pick("bufferedEvents"),
+    hostRequestsPerSec: pick("hostRequestsPerSec"),
+    producerEventsPerSec: pick("producerEventsPerSec"),
+  };
 }
 
 /** The buffer retention of an event type. */

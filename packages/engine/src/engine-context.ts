@@ -9,6 +9,7 @@ import type { ChainableCommander } from "ioredis";
 import { type BatchCommand, type BatchReply, execBatch } from "./batch.js";
 import type { Config } from "./config.js";
 import type { KeyLayout, PartitionKeys } from "./keys.js";
+import { type CountDelta, Quotas } from "./quotas.js";
 import { isCluster, type RedisLike } from "./redis.js";
 import { asReply, type Reply } from "./transitions/replies.js";
 import { type Commander, runScript, type ScriptCall } from "./transitions/run.js";
@@ -25,6 +26,8 @@ export type StoreConfig = Pick<
   | "maxListScan"
   | "maxListPageBytes"
   | "eventTypes"
+  | "quotas"
+  | "tenants"
 >;
 
 function command(call: ScriptCall): BatchCommand {
@@ -45,13 +48,27 @@ function runCalls(redis: RedisLike, calls: ScriptCall[]): Promise<BatchReply[]> 
 }
 
 export class EngineContext {
+  /** the tenants' quotas and counts (quotas.ts) */
+  readonly quotas: Quotas;
+
   constructor(
     readonly redis: RedisLike,
     readonly keys: KeyLayout,
     readonly config: StoreConfig,
     /** the fixed clock of the transitions (tests), or undefined: Redis TIME */
     readonly clock: () => number | undefined,
-  ) {}
+  ) {
+    this.quotas = new Quotas(redis, keys, config);
+  }
+
+  /**
+   * The second step beside a transition: its changes to the tenants' counts. A failure
+   * is not the transition's (it has committed): the recount sets the count right.
+   */
+  async noteCounts(deltas: ReadonlyMap<string, CountDelta>): Promise<void> {
+    if (deltas.size === 0) return;
+    await this.quotas.note(deltas).catch(() => undefined);
+  }
 
   now(): number | undefined {
     return this.clock();

@@ -6,8 +6,11 @@ export {
   loadConfigFile,
   ProducerConfig,
   parseConfig,
+  QuotasConfig,
+  quotasFor,
   retentionFor,
   TenantConfig,
+  type TenantQuotas,
 } from "./config.js";
 export { canonicalJson, decodeParts, digest, encodeParts, fnv1a32, splitEncodings } from "./encoding.js";
 export { FAILPOINTS, type FailpointName, failpoint, failpointArmed, parseFailpoints } from "./failpoints.js";
@@ -39,6 +42,16 @@ export { ListGate, ListLease } from "./list-gate.js";
 export { createLogger, type Logger, REDACT_PATHS } from "./logger.js";
 export { createMetrics, type Metrics, UNKNOWN_TENANT } from "./metrics.js";
 export { MAX_REST_MS, Pacer } from "./pacer.js";
+export {
+  type CountDelta,
+  type CountQuota,
+  type QuotaRefusal,
+  type QuotaRequest,
+  Quotas,
+  quotaError,
+  type RateQuota,
+  type TenantUsage,
+} from "./quotas.js";
 export type { PartitionBacklog } from "./reads/backlog.js";
 export { listWaitsOfTenants, type RecentRejection, type TenantWaitCounts } from "./reads/console-reads.js";
 export type { DeadlineScan, ScanOptions } from "./reads/deadlines.js";

@@ -53,10 +53,23 @@ export type Placement = "correlation" | "match-key";
  * The one owner of every key name. Partition of a match key, a run key or an
  * event key is a stable hash (FNV-1a) of its encoded tuple, mod the partition count.
  */
+/** The key of one tenant's quotas (KeyLayout.tenantQuota). */
+export interface TenantQuotaKeys {
+  /** the hash of its counts and limiters */
+  readonly counts: string;
+}
+
 export class KeyLayout {
   readonly prefix: string;
   readonly partitions: number;
   #placement: Placement = "correlation";
+  /**
+   * May the wait indexes hold members of the legacy layout (written before 2026-12-01)?
+   * True unless the deployment is known to have been created with the current one
+   * (`ensurePartitionCount` reads it from the meta key): readers, the match and direct
+   * delivery then look under the current index keys only.
+   */
+  legacyIndex = true;
   readonly #cache = new Map<number, PartitionKeys>();
 
   constructor(prefix: string, partitions: number) {
@@ -107,6 +120,16 @@ export class KeyLayout {
   /** Every partition index, 0 … P-1. */
   allPartitions(): number[] {
     return Array.from({ length: this.partitions }, (_, i) => i);
+  }
+
+  /**
+   * A tenant's quota key, in the tenant's own slot `{<prefix>:q:<tenant>}` (tenant names
+   * are `[A-Za-z0-9._-]`, so the tag is the name): a hash of its counts (`w` waiting
+   * waits, `b` buffered events) and its limiters' arrival times (`h` host requests, `p`
+   * producer events, `p:<producer>` a producer's own rateLimitPerSec).
+   */
+  tenantQuota(tenant: string): TenantQuotaKeys {
+    return { counts: `{${this.prefix}:q:${tenant}}:c` };
   }
 
   /** The partition of an encoded key (FNV-1a modulo the partition count). */
@@ -165,6 +188,11 @@ export class KeyLayout {
   /** The index key of a tenant, (tenant, type) or match key: see {@link members.indexKey}. */
   indexKey(tenant: string, eventType?: string, correlationId?: string): string {
     return members.indexKey(tenant, eventType, correlationId);
+  }
+
+  /** The legacy index key of an {@link indexKey} of `tenant`: see {@link members.legacyIndexKey}. */
+  legacyIndexKey(tenant: string, ik: string): string {
+    return members.legacyIndexKey(tenant, ik);
   }
 
   /** The wait id of a run position whose match key lies in `partition`. */

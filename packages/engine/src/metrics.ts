@@ -22,6 +22,8 @@ export interface Metrics {
   readonly timeoutLateness: Histogram<"tenant">;
   /** continuations handed to a queue or webhook, by channel */
   readonly continuationsDispatched: Counter<"channel">;
+  /** requests refused by a quota (docs/api.md, Quotas), by quota and tenant (an authenticated, configured one) */
+  readonly quotaRefusals: Counter<"quota" | "tenant">;
 }
 
 /**
@@ -76,6 +78,12 @@ export function createMetrics(registry: Registry = new Registry()): Metrics {
       name: "rendezvous_continuations_dispatched_total",
       help: "Continuations handed out, by channel (queue, webhook)",
       labelNames: ["channel"],
+      ...on,
+    }),
+    quotaRefusals: new Counter({
+      name: "rendezvous_quota_refusals_total",
+      help: "Requests refused by a quota (waitingWaits, bufferedEvents, hostRequestsPerSec, producerEventsPerSec, rateLimitPerSec), by tenant",
+      labelNames: ["quota", "tenant"],
       ...on,
     }),
   };

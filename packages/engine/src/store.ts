@@ -1,13 +1,16 @@
 import { EngineContext, type StoreConfig } from "./engine-context.js";
 import { KeyLayout } from "./keys.js";
+import type { Quotas } from "./quotas.js";
 import type { RedisLike } from "./redis.js";
 import { IngestSystem } from "./systems/ingest.js";
 import { ResolutionSystem } from "./systems/resolution.js";
+import { TokensSystem } from "./systems/tokens.js";
 import { WaitsSystem } from "./systems/waits.js";
 
 export type { StoreConfig } from "./engine-context.js";
 export type { Rejection } from "./formats/rejection-record.js";
 export { type IngestInput, type IngestResult, REJECTIONS_KEPT } from "./systems/ingest.js";
+export type { TokenCompletion } from "./systems/tokens.js";
 export type { DeliverRequest } from "./systems/waits.js";
 export type { ConsumeResult } from "./transitions/consumeWait.js";
 export type { MatchResult } from "./transitions/matchEvent.js";
@@ -30,6 +33,8 @@ export class Store {
   readonly keys: KeyLayout;
   readonly redis: RedisLike;
   readonly config: StoreConfig;
+  /** the tenants' quotas, counts and rate limiters (quotas.ts) */
+  readonly quotas: Quotas;
   readonly #ctx: EngineContext;
 
   constructor(opts: StoreOptions) {
@@ -38,9 +43,11 @@ export class Store {
     this.keys = new KeyLayout(opts.prefix ?? "rdv", opts.config.partitions);
     this.#ctx = new EngineContext(this.redis, this.keys, this.config, opts.clock ?? (() => undefined));
     const ctx = this.#ctx;
+    this.quotas = ctx.quotas;
     const ingest = new IngestSystem(ctx);
     const waits = new WaitsSystem(ctx);
     const resolution = new ResolutionSystem(ctx);
+    const tokens = new TokensSystem(ctx);
     this.ingest = ingest.ingest.bind(ingest);
     this.getEvent = ingest.getEvent.bind(ingest);
     this.recordRejections = ingest.recordRejections.bind(ingest);
@@ -60,6 +67,11 @@ export class Store {
     this.timeoutMany = resolution.timeoutMany.bind(resolution);
     this.expire = resolution.expire.bind(resolution);
     this.expireMany = resolution.expireMany.bind(resolution);
+    this.completeByToken = tokens.completeByToken.bind(tokens);
+    this.heartbeatByToken = tokens.heartbeatByToken.bind(tokens);
+    this.heartbeat = tokens.heartbeat.bind(tokens);
+    this.rotateToken = tokens.rotateToken.bind(tokens);
+    this.tokenWaitId = tokens.tokenWaitId.bind(tokens);
   }
 
   /**
@@ -70,8 +82,9 @@ export class Store {
    */
   withConnection(redis: RedisLike): Store {
     const store = new Store({ redis, config: this.config, prefix: this.keys.prefix, clock: this.#ctx.clock });
-    // (the deployment's placement, as read from its meta: reads/meta.ts)
+    // (the deployment's placement and index layout, as read from its meta: reads/meta.ts)
     store.keys.usePlacement(this.keys.placement);
+    store.keys.legacyIndex = this.keys.legacyIndex;
     return store;
   }
 
@@ -103,4 +116,11 @@ export class Store {
   timeoutMany: ResolutionSystem["timeoutMany"];
   expire: ResolutionSystem["expire"];
   expireMany: ResolutionSystem["expireMany"];
+
+  /** systems/tokens.ts */
+  completeByToken: TokensSystem["completeByToken"];
+  heartbeatByToken: TokensSystem["heartbeatByToken"];
+  heartbeat: TokensSystem["heartbeat"];
+  rotateToken: TokensSystem["rotateToken"];
+  tokenWaitId: TokensSystem["tokenWaitId"];
 }

@@ -67,7 +67,7 @@ describe("ingest: dedup and append", () => {
     expect((await matchOne(h, first)).status).toBe("buffered");
   });
 
-  it("an event record carries its match key's index key; a record without it (earlier versions) matches the same", async () => {
+  it("an event record carries its match key's index keys; a record without them (earlier versions) matches the same", async () => {
     const h = makeStore({ partitions: 1 });
     const waitFor = async (runId: string, correlationId: string) =>
       (await h.store.register("acme", { runId, position: "p", eventType: "job.done", correlationId })).wait;
@@ -78,14 +78,18 @@ describe("ingest: dedup and append", () => {
     ] as const) {
       const corr = `job-ik-${n}`;
       const ik = h.store.keys.indexKey("acme", "job.done", corr);
-      expect(ik).toHaveLength(12);
+      expect(ik).toHaveLength("4:acme".length + 8);
+      expect(ik.startsWith("4:acme")).toBe(true);
       const wait = await waitFor(`run-${n}`, corr);
       const late = await waitFor(`run-late-${n}`, corr);
       await h.store.cancel("acme", late.id);
       const ingested = await ingestOne(h, event(`ik-${n}`, corr));
       const raw = JSON.parse(String(await h.redis.hget(k.events, `e:${ingested.eventKey}`)));
-      expect(raw.ik).toBe(ik);
+      expect(raw.ix).toBe(ik);
+      expect(raw.ik).toBe(h.store.keys.legacyIndexKey("acme", ik));
+      expect(raw.ik).toHaveLength(12);
       if (!keepIk) {
+        delete raw.ix;
         delete raw.ik;
         await h.redis.hset(k.events, `e:${ingested.eventKey}`, JSON.stringify(raw));
       }

@@ -333,8 +333,8 @@ describe("reads of shaped waits", () => {
     const { wait } = await h.store.register("acme", anyOf("run-1", "c-1"));
     const k = h.store.keys.partition(h.store.keys.waitPartition(wait.id) as number);
     const raw = JSON.parse((await h.redis.hget(k.waits, wait.id)) as string);
-    expect(raw.ix).toEqual([SETTLED, FAILED].map((t) => h.store.keys.indexKey("acme", t, "c-1")));
-    delete raw.ix;
+    expect(raw.ixs).toEqual([SETTLED, FAILED].map((t) => h.store.keys.indexKey("acme", t, "c-1")));
+    delete raw.ixs;
     await h.redis.hset(k.waits, wait.id, JSON.stringify(raw));
     await h.store.cancel("acme", wait.id);
     expect(await h.redis.zcard(k.waiting)).toBe(0);

@@ -439,7 +439,13 @@ describe("script calls", () => {
       const store = new Store({ redis, prefix: "t", config: parseConfig({ partitions: 1 }) });
       const k = store.keys.partition(0);
       const call = () =>
-        deliverCandidatesCall(k, { indexPrefix: "t\u0000", matchKeyPrefix: "x", idPrefix: "w", limit: 1 });
+        deliverCandidatesCall(k, {
+          indexPrefix: "t\u0000",
+          legacyIndexPrefix: "u",
+          matchKeyPrefix: "x",
+          idPrefix: "w",
+          limit: 1,
+        });
       await runScript(redis, call());
       expect(await evalCounts(redis)).toEqual({ eval: 1, evalsha: 0 });
       await runScript(redis, call());
@@ -475,7 +481,13 @@ describe("script calls", () => {
           add: (p) =>
             void runScript(
               p,
-              deliverCandidatesCall(k, { indexPrefix: "t\u0000", matchKeyPrefix: "x", idPrefix: "w", limit: 1 }),
+              deliverCandidatesCall(k, {
+                indexPrefix: "t\u0000",
+                legacyIndexPrefix: "u",
+                matchKeyPrefix: "x",
+                idPrefix: "w",
+                limit: 1,
+              }),
             ),
         },
         { key: k.waits, add: (p) => p.hget(k.waits, first.wait.id) },

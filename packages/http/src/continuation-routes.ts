@@ -10,6 +10,7 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { authenticateHost, type CredentialIndex, type HostIdentity, readTenant } from "./auth.js";
 import { ContinuationClaims, ContinuationLease } from "./continuation-claims.js";
+import { QuotaGate, quotaTenant } from "./rate-limit.js";
 
 export interface ContinuationRoutesOptions {
   res: Resources;
@@ -33,7 +34,7 @@ export const ExtendBody = z.strictObject({ leaseMs: LeaseMs.default(30_000) });
 /** A lease id is opaque; one the server never issued answers `409 lease_expired`. */
 const LeaseParams = z.object({ leaseId: z.string().max(400) });
 /** every route takes a body (413 past the host body bound); 409 is lease_expired, 404 a malformed lease id */
-const errors = errorResponses(400, 401, 404, 409, 413, 503);
+const errors = errorResponses(400, 401, 404, 409, 413, 429, 503);
 
 export const continuationRoutes: FastifyPluginAsyncZod<ContinuationRoutesOptions> = async (app, opts) => {
   const { res, credentials } = opts;
@@ -43,9 +44,14 @@ export const continuationRoutes: FastifyPluginAsyncZod<ContinuationRoutesOptions
   app.addHook("preClose", async () => claims.drain());
   app.addHook("onClose", async () => claims.close());
 
+  const quotas = new QuotaGate(res.store, res.metrics);
   app.decorateRequest("identity", null);
   app.addHook("onRequest", async (request) => {
-    (request as unknown as { identity: HostIdentity }).identity = authenticateHost(credentials, request.headers);
+    const identity = authenticateHost(credentials, request.headers);
+    (request as unknown as { identity: HostIdentity }).identity = identity;
+    // the tenant's request rate (docs/api.md, Quotas)
+    const tenant = quotaTenant(identity, request.query, config.tenants);
+    if (tenant !== null) await quotas.host(tenant, false);
   });
   const tenantOf = (request: unknown, named: string | undefined): string =>
     readTenant((request as { identity: HostIdentity }).identity, named, config.tenants);

@@ -18,7 +18,10 @@ import {
   CorrelationId,
   EventType,
   errorResponses,
+  FailureError,
   InputObject,
+  Outcome,
+  RegisterResponse,
   RendezvousError,
   Text,
   Wait,
@@ -32,6 +35,9 @@ import { z } from "zod";
 import { authenticateHost, type CredentialIndex, type HostIdentity, readTenant } from "./auth.js";
 // wait metadata has the same nesting bound as an event payload
 import { MAX_JSON_DEPTH, nestedDeeperThan } from "./producers/validation.js";
+import { QuotaGate, quotaTenant } from "./rate-limit.js";
+import { issuedToken } from "./token-routes.js";
+import { waitTokenRoutes } from "./wait-token-routes.js";
 
 export interface HostRoutesOptions {
   res: Resources;
@@ -46,9 +52,9 @@ const TenantQuery = z.object({
   tenant: z.string().max(64).optional().meta({ description: "the tenant (admin token only)" }),
 });
 /** What every host route may answer: a credential refused, a wait not there, Redis trouble. */
-const errors = errorResponses(401, 404, 503);
+const errors = errorResponses(401, 404, 429, 503);
 /** ... and a route with a body or a query: input refused, body over its bound. */
-const inputErrors = errorResponses(400, 401, 404, 413, 503);
+const inputErrors = errorResponses(400, 401, 404, 413, 429, 503);
 
 export const ListQuery = z.strictObject({
   runId: Text(1, 200).optional(),
@@ -72,6 +78,12 @@ export const DeliverBody = z
       .boolean()
       .optional()
       .meta({ description: "resolve every match; when false (the default) more than one match is 409 ambiguous" }),
+    outcome: Outcome.optional().meta({ description: "the resolutions' outcome (default success)" }),
+    error: FailureError.optional().meta({ description: "a failure's error (only with outcome failure)" }),
+  })
+  .refine((d) => d.error === undefined || d.outcome === "failure", {
+    message: "error is given only with outcome failure",
+    path: ["error"],
   })
   .meta({ id: "DeliverRequest" });
 const WaitPage = z.object({ waits: z.array(Wait), nextCursor: z.string().nullable() }).meta({ id: "WaitPage" });
@@ -109,9 +121,16 @@ export const hostRoutes: FastifyPluginAsyncZod<HostRoutesOptions> = async (app, 
   const store = res.store;
   const config: Config = res.config;
 
+  const quotas = new QuotaGate(store, res.metrics);
   app.decorateRequest("identity", null);
   app.addHook("onRequest", async (request) => {
-    (request as unknown as { identity: HostIdentity }).identity = authenticateHost(credentials, request.headers);
+    const identity = authenticateHost(credentials, request.headers);
+    (request as unknown as { identity: HostIdentity }).identity = identity;
+    // the tenant's request rate, and its waiting waits before a registration (docs/api.md, Quotas)
+    const tenant = quotaTenant(identity, request.query, config.tenants);
+    if (tenant !== null) {
+      await quotas.host(tenant, request.method === "POST" && request.routeOptions.url === "/v1/waits");
+    }
   });
   // metadata and delivered payloads are plain JSON, at most MAX_JSON_DEPTH levels deep
   app.addHook("preValidation", async (request) => {
@@ -138,16 +157,19 @@ export const hostRoutes: FastifyPluginAsyncZod<HostRoutesOptions> = async (app, 
         description: "`201` a new wait, `200` the same (runId, position) with the same definition.",
         body: WaitSpec,
         querystring: TenantQuery,
-        response: { 200: WaitResponse, 201: WaitResponse, ...inputErrors, ...errorResponses(409) },
+        response: { 200: RegisterResponse, 201: RegisterResponse, ...inputErrors, ...errorResponses(409) },
       },
     },
     async (request, reply) => {
       const tenant = readTenant(who(request), request.query.tenant, config.tenants);
-      const { created, wait } = await store.register(tenant, request.body);
+      const { created, wait, token } = await store.register(tenant, request.body);
       if (created && wait.state === "waiting" && wait.deadline && opts.scheduleTimeout) {
         // The queue's connection is a blocking one (no command timeout of its own): bound it
         // here. A job not added is re-created by the scheduler's sweep of the deadlines.
         await withinCommandTimeout(res.commandTimeoutMs, opts.scheduleTimeout(Date.parse(wait.deadline)));
+      }
+      if (token !== undefined) {
+        return reply.code(201).send({ wait, token: issuedToken(config.publicUrl, token) });
       }
       return reply.code(created ? 201 : 200).send({ wait });
     },
@@ -161,7 +183,7 @@ export const hostRoutes: FastifyPluginAsyncZod<HostRoutesOptions> = async (app, 
         tags: ["waits"],
         summary: "List waits (by run, type, match key, state), a page at a time",
         querystring: ListQuery,
-        response: { 200: WaitPage, ...errorResponses(400, 401, 404, 503) },
+        response: { 200: WaitPage, ...errorResponses(400, 401, 404, 429, 503) },
       },
     },
     async (request, reply) => {
@@ -268,4 +290,6 @@ export const hostRoutes: FastifyPluginAsyncZod<HostRoutesOptions> = async (app, 
       return result;
     },
   );
+
+  await app.register(waitTokenRoutes, { res, scheduleTimeout: opts.scheduleTimeout });
 };

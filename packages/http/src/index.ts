@@ -66,6 +66,9 @@ export {
   type Refused,
 } from "./producers/validation.js";
 export * from "./queue-metrics.js";
-export { RateLimiter, type Take } from "./rate-limit.js";
+export { QuotaGate } from "./rate-limit.js";
 export * from "./readiness.js";
+export { type Admission, WindowLimiter } from "./token-limits.js";
+export { issuedToken, redactTokenUrl, type TokenRoutesOptions, tokenRoutes } from "./token-routes.js";
 export { clientAborted, closeUnreadBodies } from "./unread-body.js";
+export { type WaitTokenRoutesOptions, waitTokenRoutes } from "./wait-token-routes.js";

@@ -65,6 +65,26 @@ export function installStateGauges(res: Resources): void {
       this.set({ state: "settled", tenant: OTHER_TENANTS }, Math.max(0, settled));
     },
   });
+  // the counts of the tenants with a count quota among the first WAIT_TENANT_SERIES (docs/api.md, Quotas)
+  const quotaTenants = res.store.quotas.counted(counted);
+  if (quotaTenants.length > 0) {
+    new Gauge({
+      name: "rendezvous_quota_usage",
+      help: "A tenant's count against its quotas (waitingWaits, bufferedEvents), as its counters hold it",
+      labelNames: ["quota", "tenant"],
+      registers: [registry],
+      async collect() {
+        if (!connected(res)) return; // keep the last values rather than hang the scrape
+        const usage = await Promise.all(quotaTenants.map((t) => res.store.quotas.usage(t))).catch(() => null);
+        if (usage === null) return;
+        usage.forEach((u, i) => {
+          const tenant = quotaTenants[i] as string;
+          this.set({ quota: "waitingWaits", tenant }, u.waitingWaits);
+          this.set({ quota: "bufferedEvents", tenant }, u.bufferedEvents);
+        });
+      },
+    });
+  }
   // one backlog read per scrape serves both gauges: prom-client starts the collects of a scrape
   // together, in registration order, so the second awaits the read the first started
   let backlog: Promise<PartitionBacklog[]> | null = null;

@@ -1,43 +1,74 @@
 /**
- * Per-producer rate limit (`rateLimitPerSec`), counted in events: a token bucket
- * per `tenant/producer` holding at most one second's worth of events.
- *
- * The buckets live in this process: with N API processes a producer may send up to
- * N × its rate in total (see docs/ingest.md). A request of n events needs
- * min(n, capacity) tokens and takes n, so the bucket may go into debt: a batch
- * larger than one second's worth still passes once, and the producer then waits
- * until the debt is paid, which keeps the long-run rate at the limit.
+ * The HTTP side of the quotas (docs/api.md, Quotas): what the producer and host routes
+ * check before they serve a request. The limiters and counts live in Redis, in the
+ * tenant's slot (engine/src/quotas.ts, lua/takeQuota-1.lua), so they hold across every
+ * API process: N processes do not allow N times a rate. One script call per request
+ * (none when no limit applies); a refusal takes nothing and stores nothing.
  */
+import { type Metrics, type QuotaRequest, quotaError, type Store } from "@rendezvous/engine";
+import type { HostIdentity } from "./auth.js";
 
-export type Take = { ok: true } | { ok: false; retryAfterSec: number };
-
-interface Bucket {
-  tokens: number;
-  at: number;
+/**
+ * The tenant whose `hostRequestsPerSec` a host request counts against: a host key's own,
+ * or the configured tenant the admin names with `?tenant=`; null for an admin request
+ * that names none (a wait by id, any tenant).
+ */
+export function quotaTenant(
+  identity: HostIdentity,
+  query: unknown,
+  tenants: Readonly<Record<string, unknown>>,
+): string | null {
+  if (identity.kind === "host") return identity.tenant;
+  const named = (query as { tenant?: unknown } | undefined)?.tenant;
+  return typeof named === "string" && Object.hasOwn(tenants, named) ? named : null;
 }
 
-export class RateLimiter {
-  readonly #buckets = new Map<string, Bucket>();
-  readonly #now: () => number;
+export class QuotaGate {
+  /**
+   * @param now a fixed clock for the limiters (tests only); absent, Redis TIME, the one
+   * clock every API process shares
+   */
+  constructor(
+    private readonly store: Store,
+    private readonly metrics: Metrics,
+    private readonly now?: () => number,
+  ) {}
 
-  /** @param now clock in ms @defaultValue Date.now */
-  constructor(now: () => number = Date.now) {
-    this.#now = now;
+  /**
+   * A host request of `tenant`: takes one from its `hostRequestsPerSec`; a registration
+   * (`register`) must find the tenant under its `waitingWaits` quota too.
+   * @throws RendezvousError rate_limited, quota_exceeded
+   */
+  async host(tenant: string, register: boolean): Promise<void> {
+    await this.take({ tenant, rate: "hostRequestsPerSec", count: register ? "waitingWaits" : undefined }, 1);
   }
 
-  /** Takes `count` events from `key`'s bucket refilled at `perSec`. */
-  take(key: string, perSec: number, count: number): Take {
-    const now = this.#now();
-    const capacity = Math.max(perSec, 1);
-    const bucket = this.#buckets.get(key) ?? { tokens: capacity, at: now };
-    bucket.tokens = Math.min(capacity, bucket.tokens + ((now - bucket.at) / 1000) * perSec);
-    bucket.at = now;
-    this.#buckets.set(key, bucket);
-    const need = Math.min(count, capacity);
-    if (bucket.tokens >= need) {
-      bucket.tokens -= count;
-      return { ok: true };
+  /**
+   * A producer request of `n` events: under the tenant's `bufferedEvents` quota, and `n`
+   * taken from its `producerEventsPerSec` and from the producer's own `rateLimitPerSec`.
+   * @throws RendezvousError rate_limited, quota_exceeded
+   */
+  async producer(p: { tenant: string; producer: string; rateLimitPerSec: number | undefined }, n: number) {
+    await this.take(
+      {
+        tenant: p.tenant,
+        count: "bufferedEvents",
+        rate: "producerEventsPerSec",
+        producer: { id: p.producer, perSec: p.rateLimitPerSec },
+        n,
+      },
+      n,
+    );
+  }
+
+  private async take(req: QuotaRequest, events: number): Promise<void> {
+    const refusal = await this.store.quotas.check({ ...req, n: req.n ?? 1, now: this.now?.() });
+    if (refusal === null) return;
+    this.metrics.quotaRefusals.inc({ quota: refusal.quota, tenant: req.tenant });
+    if (req.producer) {
+      const reason = refusal.kind === "count" ? "quota_exceeded" : "rate_limited";
+      this.metrics.eventsRejected.inc({ reason, tenant: req.tenant }, events);
     }
-    return { ok: false, retryAfterSec: Math.max(1, Math.ceil((need - bucket.tokens) / perSec)) };
+    throw quotaError(refusal);
   }
 }

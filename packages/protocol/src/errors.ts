@@ -7,6 +7,8 @@ export const errorCatalogue = {
   unauthorized: { status: 401, message: "unauthorized" },
   /** thrown when a producer exceeds its configured rate */
   rate_limited: { status: 429, message: "rate limit exceeded" },
+  /** thrown when a tenant is at its waitingWaits or bufferedEvents quota */
+  quota_exceeded: { status: 429, message: "quota exceeded" },
   /** thrown when a producer sends an event type it is not allowed to send */
   forbidden_event_type: { status: 403, message: "event type not allowed for this producer" },
   /** thrown when a wait or event does not exist, is malformed or belongs to another tenant */
@@ -29,6 +31,12 @@ export const errorCatalogue = {
   not_resolved: { status: 409, message: "wait is not resolved yet" },
   /** thrown when a continuation lease is acked or extended after it expired, was acked, or is another tenant's */
   lease_expired: { status: 409, message: "the continuation lease has expired" },
+  /** thrown when a completion token is malformed, unknown, rotated away, or its wait is gone */
+  token_invalid: { status: 404, message: "unknown completion token" },
+  /** thrown when a token completion, failure or heartbeat comes after the wait's deadline (its timeout is due) */
+  deadline_passed: { status: 409, message: "the wait's deadline has passed" },
+  /** thrown when a heartbeat names a wait registered without heartbeatMs */
+  heartbeat_disabled: { status: 409, message: "the wait takes no heartbeats (registered without heartbeatMs)" },
   /** thrown when Redis or a role is not reachable */
   unavailable: { status: 503, message: "service unavailable" },
   /** thrown when a config file or the environment is invalid (startup only, never HTTP) */

@@ -208,6 +208,10 @@ export const WaitSpec = z
     count: z.int().min(1).max(MAX_WAIT_COUNT).optional(),
     /** the `eventTypes` that mean failure (`resolution.outcome`) */
     failureTypes: z.array(EventType).min(1).max(MAX_EVENT_TYPES).optional(),
+    /** ask for a completion token (not part of the definition; docs/api.md, Completion tokens) */
+    token: z.boolean().optional(),
+    /** each accepted heartbeat sets deadline = now + heartbeatMs (part of the definition when given) */
+    heartbeatMs: z.int().min(1000).max(Number.MAX_SAFE_INTEGER).optional(),
   })
   .refine((w) => !(w.timeoutMs !== undefined && w.deadline !== undefined), {
     message: "give timeoutMs or deadline, not both",
@@ -223,7 +227,7 @@ export type WaitSpec = z.infer<typeof WaitSpec>;
 export const WaitState = z.enum(["waiting", "resolved", "timed_out", "cancelled"]).meta({ id: "WaitState" });
 export type WaitState = z.infer<typeof WaitState>;
 
-export const ResolutionKind = z.enum(["event", "timeout", "cancel", "deliver"]).meta({ id: "ResolutionKind" });
+export const ResolutionKind = z.enum(["event", "timeout", "cancel", "deliver", "token"]).meta({ id: "ResolutionKind" });
 export type ResolutionKind = z.infer<typeof ResolutionKind>;
 
 /** A reference to an accepted event. */
@@ -241,6 +245,20 @@ export type EventRef = z.infer<typeof EventRef>;
 export const CollectedEvent = EventRef.extend({ type: z.string() }).meta({ id: "CollectedEvent" });
 export type CollectedEvent = z.infer<typeof CollectedEvent>;
 
+/** How a resolution ended for the run: it succeeded or it failed (docs/api.md, Completion tokens). */
+export const Outcome = z.enum(["success", "failure"]).meta({ id: "Outcome" });
+export type Outcome = z.infer<typeof Outcome>;
+
+/** The error object of a failure (token fail, deliver with outcome failure). */
+export const FailureError = z
+  .strictObject({
+    message: Text(1, 2000),
+    code: Text(1, 200).optional(),
+    details: InputObject.optional(),
+  })
+  .meta({ id: "FailureError" });
+export type FailureError = z.infer<typeof FailureError>;
+
 export const Resolution = z
   .object({
     kind: ResolutionKind,
@@ -251,12 +269,14 @@ export const Resolution = z
     eventType: z.string().optional(),
     /** a shaped wait's events in accepted order (kind `event`: with their payloads; `timeout`: those collected) */
     events: z.array(CollectedEvent.extend({ payload: JsonObject.nullable().optional() })).optional(),
-    /** a wait with failure types: whether a failure type resolved it */
-    outcome: z.enum(["success", "failure"]).optional(),
     /** the deadline that passed (kind `timeout`) */
     deadline: z.string().optional(),
-    /** the delivered payload (kind `deliver`) */
+    /** the delivered payload (kinds `deliver` and `token`) */
     payload: JsonObject.nullable().optional(),
+    /** success or failure (kinds `event`, `deliver`, `token`; an event of a wait's failure types: failure) */
+    outcome: Outcome.optional(),
+    /** the error given with a failure */
+    error: JsonObject.nullable().optional(),
   })
   .meta({ id: "Resolution" });
 export type Resolution = z.infer<typeof Resolution>;
@@ -272,6 +292,8 @@ export const HistoryWhat = z
     "consumed",
     "sweeper_rescheduled",
     "collected",
+    "token_issued",
+    "heartbeat",
   ])
   .meta({ id: "HistoryWhat", description: "what a history entry records; more may be added" });
 export type HistoryWhat = z.infer<typeof HistoryWhat>;
@@ -306,6 +328,10 @@ export const Wait = z
     count: z.int().optional(),
     failureTypes: z.array(z.string()).optional(),
     collected: z.array(CollectedEvent).optional(),
+    /** when the current completion token was issued; null: none was */
+    token: z.object({ issuedAt: z.string() }).nullable(),
+    /** heartbeats of a wait registered with heartbeatMs; null otherwise */
+    heartbeat: z.object({ intervalMs: z.number(), count: z.number(), lastAt: z.string().nullable() }).nullable(),
   })
   .meta({ id: "Wait", description: "A wait as the API shows it" });
 export type Wait = z.infer<typeof Wait>;

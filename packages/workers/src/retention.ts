@@ -3,7 +3,8 @@
  * and dedup records, refusals) in the given partitions, in bounded steps: at most
  * EXPIRE_ROUNDS pipelined rounds of EXPIRE_BATCH records per partition, a partition
  * leaving the rounds once it has nothing more to remove. The Scheduler runs it at the
- * end of each sweep; what one run leaves, the next takes.
+ * end of each sweep; what one run leaves, the next takes. It recounts the tenants'
+ * quota counts too (QuotaRecount), in rounds.
  */
 import type { Store } from "@rendezvous/engine";
 
@@ -21,4 +22,32 @@ export async function expireOutlived(store: Store, partitions: readonly number[]
     open = open.filter((_, i) => results[i]?.more);
   }
   return expired;
+}
+
+/** Tenants recounted per step (one step per sweep, so per second by default). */
+export const RECOUNT_PER_STEP = 200;
+
+/**
+ * The quota counts (engine/src/quotas.ts) are updated beside the transitions; this sets
+ * them again from the wait indexes and the inbox, a round over the tenants with a count
+ * quota at most every `recountMs`, RECOUNT_PER_STEP tenants per step.
+ */
+export class QuotaRecount {
+  #cursor = 0;
+  #roundStarted = Number.NEGATIVE_INFINITY;
+
+  /** One step: recounts the next tenants of the round when one is due; how many it recounted. */
+  async step(store: Store, tenants: readonly string[], recountMs: number, now = Date.now()): Promise<number> {
+    const counted = store.quotas.counted(tenants);
+    if (counted.length === 0) return 0;
+    if (this.#cursor === 0) {
+      if (now - this.#roundStarted < recountMs) return 0;
+      this.#roundStarted = now;
+    }
+    const slice = counted.slice(this.#cursor, this.#cursor + RECOUNT_PER_STEP);
+    this.#cursor += slice.length;
+    if (this.#cursor >= counted.length) this.#cursor = 0;
+    await store.quotas.recount(slice);
+    return slice.length;
+  }
 }

@@ -17,7 +17,7 @@ import { Pacer, PartitionReader, type Resources, type Store } from "@rendezvous/
 import { type Job, type Queue, Worker } from "bullmq";
 import { addFiring, type FireResult, fireInSteps, noFiring } from "./firing.js";
 import { type BucketJob, TIMEOUT_QUEUE, TimeoutPlanner } from "./planner.js";
-import { expireOutlived } from "./retention.js";
+import { expireOutlived, QuotaRecount } from "./retention.js";
 
 export interface SchedulerOptions {
   /** bucket width: a timeout fires at most this late plus processing @defaultValue 20 */
@@ -245,8 +245,16 @@ export class Scheduler {
     return { scheduled, fired, expired };
   }
 
-  /** Retention over this process's partitions (retention.ts); how many records it removed. */
-  expire(): Promise<number> {
-    return expireOutlived(this.#res.store, this.#o.partitions);
+  readonly #recount = new QuotaRecount();
+
+  /**
+   * Retention over this process's partitions (retention.ts), then a step of the quota
+   * recount; how many records it removed.
+   */
+  async expire(): Promise<number> {
+    const expired = await expireOutlived(this.#res.store, this.#o.partitions);
+    const { tenants, quotaRecountMs } = this.#res.config;
+    await this.#recount.step(this.#res.store, Object.keys(tenants), quotaRecountMs);
+    return expired;
   }
 }

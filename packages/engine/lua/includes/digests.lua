@@ -1,8 +1,10 @@
 --[[
-  The index key of an encoded match key: 4-character digests of the tenant, of
-  (tenant, type) and of the match key, 12 characters, so that prefixes of 4, 8 or 12
-  characters select a tenant, a type or a match key. Digests may collide, so every
-  reader of an index checks the wait's own match key.
+  The index key of an encoded match key: the encoded tenant itself, then 4-character
+  digests of (tenant, type) and of the match key, so that a prefix selects a tenant
+  exactly (the encoding is prefix-free), and a type or a match key up to a digest
+  collision, which every reader of an index checks against the wait's own match key.
+  The legacy index key (members written before 2026-12-01) is 12 characters: the
+  tenant's digest in place of the tenant.
 ]]
 --@include "parts"
 
@@ -10,15 +12,16 @@
 -- handles one match key (no memo table built per call).
 local lastMk, lastIk = nil, nil
 
--- The 12-character index key of an encoded match key. `known`, when not nil, is that key
--- as the caller has it already (an event record carries it, computed at ingest): it is
--- remembered, so a later call for mk (the wait's index member) computes no digest.
-local function indexKey(mk, known)
-  if mk == lastMk then
+-- The index key of an encoded match key, or with `legacy` its legacy (12-character)
+-- index key. `known`, when not nil, is the index key as the caller has it already (an
+-- event record carries it, computed at ingest): it is remembered, so a later call for
+-- mk (the wait's index member) computes no digest.
+local function indexKey(mk, known, legacy)
+  if mk == lastMk and not legacy then
     return lastIk
   end
   local ik = known
-  if ik == nil then
+  if ik == nil or legacy then
     -- (defined here, so that scripts whose index keys come computed do not build them)
     -- The base64url character code of a 6-bit value (A-Z a-z 0-9 - _).
     local function b64Code(v)
@@ -44,8 +47,12 @@ local function indexKey(mk, known)
       return string.char(b64Code((n - b) / 64), b64Code(b), b64Code(c), b64Code(d))
     end
     local t = skipParts(mk, 1)
+    if legacy then
+      -- the tenant's digest in place of the encoded tenant
+      return digest4(string.sub(mk, 1, t - 1)) .. string.sub(indexKey(mk, known), t)
+    end
     local tt = skipParts(mk, 1, t)
-    ik = digest4(string.sub(mk, 1, t - 1)) .. digest4(string.sub(mk, 1, tt - 1)) .. digest4(mk)
+    ik = string.sub(mk, 1, t - 1) .. digest4(string.sub(mk, 1, tt - 1)) .. digest4(mk)
   end
   lastMk, lastIk = mk, ik
   return ik

@@ -22,7 +22,7 @@ end
 -- A shaped waiting wait (any-of, count, failure types) takes the event `ev` of its match
 -- key number `x` (`ref`: its eventRef). The event joins the collected events in accepted
 -- order; with N of them, or for an event of a failure type, the wait is resolved (the
--- resolution lists them, `o` says the outcome when the wait declared failure types),
+-- resolution lists them, `o` = "f" marks a failure type's),
 -- else it stays waiting with them collected. An event collected before is not taken
 -- again (distinct event keys). Returns (taken, settled record text or nil).
 local function takeForShape(keys, waitId, wait, ev, ref, x, now, retentionMs, member)
@@ -55,11 +55,13 @@ local function takeForShape(keys, waitId, wait, ev, ref, x, now, retentionMs, me
   if failure or #col >= (wait["n"] or 1) then
     wait["col"] = nil
     local resolution = { k = "e", at = now, ev = taken, evs = col }
-    if wait["fk"] ~= nil then
-      resolution["o"] = failure and "f" or "s"
+    local entry = { at = now, w = "resolved", k = "e", ev = ref }
+    if failure then
+      -- (the outcome's mark, as for the other kinds: "f", absent for success)
+      resolution["o"] = "f"
+      entry["o"] = "f"
     end
-    local record = settleWait(keys, waitId, wait, "r", resolution,
-      { at = now, w = "resolved", k = "e", ev = ref }, now, retentionMs, member)
+    local record = settleWait(keys, waitId, wait, "r", resolution, entry, now, retentionMs, member)
     return true, record
   end
   wait["col"] = col

@@ -11,23 +11,21 @@
 --@include "expiry"
 
 -- Returns the stored record text (what the transitions reply: no second encode).
--- `member`, when not nil, is the wait's index member as the caller read it.
+-- `member`, when not nil, is the wait's index member as the caller read it (in the
+-- current layout); else it is computed, and a legacy member is removed in its place.
+-- The done index gets the current layout either way.
 local function settleWait(keys, waitId, wait, state, resolution, historyEntry, now, retentionMs, member)
   wait["s"] = state
   wait["res"] = resolution
   pushHistory(wait, historyEntry)
   local record = encodeWait(wait)
   redis.call("HSET", keys.waits, waitId, record)
-  if wait["mx"] == nil then
-    member = member or waitMember(wait, waitId)
-    redis.call("ZREM", keys.waiting, member)
-    redis.call("ZADD", keys.done, "0", member)
-  else
+  if wait["mx"] ~= nil then
     -- an any-of wait: indexed under each of its match keys, whose index keys its record
-    -- carries (`ix`; computed here for a record without them)
+    -- carries (`ixs`; computed here for a record without them)
     -- (written out, not waitMembers: every helper is a closure made on each call)
     local body = waitIdBody(waitId)
-    local ix = wait["ix"]
+    local ix = wait["ixs"]
     if ix == nil then
       ix = { indexKey(wait["mk"]) }
       for _, mk in ipairs(wait["mx"]) do
@@ -39,6 +37,17 @@ local function settleWait(keys, waitId, wait, state, resolution, historyEntry, n
       redis.call("ZREM", keys.waiting, m)
       redis.call("ZADD", keys.done, "0", m)
     end
+  else
+    if member then
+      redis.call("ZREM", keys.waiting, member)
+    else
+      member = waitMember(wait, waitId)
+      if redis.call("ZREM", keys.waiting, member) == 0 then
+        -- indexed before the layout change
+        redis.call("ZREM", keys.waiting, indexKey(wait["mk"], nil, true) .. waitIdBody(waitId))
+      end
+    end
+    redis.call("ZADD", keys.done, "0", member)
   end
   if wait["dl"] ~= nil then
     -- (only a wait with a deadline has a deadline index entry)

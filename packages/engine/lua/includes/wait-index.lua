@@ -1,7 +1,10 @@
 --[[
-  The wait indexes of a partition (waiting, done) hold "<index key 12><wait id body 16>"
-  (28 bytes: jemalloc's 32-byte class), all scores 0, so a prefix of the index key
-  ranges over a tenant, a type or a match key.
+  The wait indexes of a partition (waiting, done) hold "<index key><wait id body 16>",
+  all scores 0, so a prefix of the index key ranges over a tenant (exactly), a type or
+  a match key. Members written before 2026-12-01 carry the 12-character legacy index
+  key (docs/architecture.md, "Upgrading the wait indexes"): readers look under both,
+  and a wait leaving an index whose current member is not there is removed under its
+  legacy one, indexKey(mk, nil, true) .. waitIdBody(waitId).
 ]]
 --@include "digests"
 --@include "ids"
@@ -13,10 +16,10 @@ local function waitMember(wait, waitId)
 end
 
 -- Every index member of a wait: one per match key (an any-of wait has several; its
--- record carries their index keys, `ix`, computed at registration).
+-- record carries their index keys, `ixs`, computed at registration).
 local function waitMembers(wait, waitId)
   local body = waitIdBody(waitId)
-  local ix = wait["ix"]
+  local ix = wait["ixs"]
   if ix ~= nil then
     local out = {}
     for i, ik in ipairs(ix) do
@@ -31,8 +34,8 @@ local function waitMembers(wait, waitId)
   return out
 end
 
--- The wait id of an index member, given the partition's "w<partition>." prefix.
+-- The wait id of an index member (of either layout), given the partition's "w<partition>." prefix.
 --@inline
 local function memberWaitId(idPrefix, member)
-  return idPrefix .. string.sub(member, 13)
+  return idPrefix .. string.sub(member, -16)
 end

@@ -5,7 +5,7 @@
   smaller: most waits are such): the encoded parts (mk, r, p) then "<ca>,<dl>,<sn>"
   (dl and sn may be empty). Both forms are read here and by src/formats/wait-record.ts.
   A shaped wait (any-of, count, failure types) is always JSON: mx = the match keys of
-  its other types, ix = the index keys of all its match keys (mk first; any-of only),
+  its other types, ixs = the index keys of all its match keys (mk first; any-of only),
   n = count, fk = the match keys of its failure types, col = the events collected so far
   (event refs with pl and x, the 1-based number of their match key).
 ]]

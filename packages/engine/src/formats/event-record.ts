@@ -18,6 +18,8 @@ export interface RawEvent {
   /** the encoded match key: tenant, type, correlation id */
   mk: string;
   /** the wait-index key of mk (formats/index-members.ts indexKey), computed at ingest; absent in older records */
+  ix?: string;
+  /** the legacy wait-index key of mk (legacyIndexKey); older records carry it alone, or neither */
   ik?: string;
   oa?: string;
   pl?: string;
@@ -64,22 +66,31 @@ export function eventRecordPrefix(producer: string): string {
 }
 
 /**
- * The event record JSON {pr, id, mk, ik, oa?, pl?, rt} without its closing brace:
+ * The event record JSON {pr, id, mk, ix, ik, oa?, pl?, rt} without its closing brace:
  * appendEvents completes it with the stream id, so no script decodes or encodes it.
- * `ik` is the wait-index key of the match key (`indexKey`), so that matchEvent computes
- * no digest (it computes one for records without it).
+ * `ix` is the wait-index key of the match key (`indexKey`) and `ik` its legacy one
+ * (`legacyIndexKey`), so that matchEvent computes no digest (it computes them for
+ * records without them). A record with `ix` and no `ik` says the deployment's indexes
+ * hold no legacy member: the match reads no legacy range for it.
  * The payload is kept as canonical JSON text (`pl`). Tenant, type and correlation id
  * are read from the encoded match key `mk` (records of the long form also carry them
  * as t, ty and c; `toEventRecord` reads both).
  */
 export function eventRecordHead(
   prefix: string,
-  item: { input: EventInput; matchKey: string; indexKey: string; payloadJson: string | undefined },
+  item: {
+    input: EventInput;
+    matchKey: string;
+    indexKey: string;
+    legacyIndexKey: string | undefined;
+    payloadJson: string | undefined;
+  },
   retention: number,
 ): string {
   const e = item.input;
   const j = JSON.stringify;
-  let head = `${prefix}${j(e.id)},"mk":${j(item.matchKey)},"ik":${j(item.indexKey)}`;
+  let head = `${prefix}${j(e.id)},"mk":${j(item.matchKey)},"ix":${j(item.indexKey)}`;
+  if (item.legacyIndexKey !== undefined) head += `,"ik":${j(item.legacyIndexKey)}`;
   if (e.occurredAt !== undefined) head += `,"oa":${j(e.occurredAt)}`;
   if (item.payloadJson !== undefined) head += `,"pl":${j(item.payloadJson)}`;
   return `${head},"rt":${retention}`;

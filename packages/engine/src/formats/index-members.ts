@@ -3,7 +3,9 @@
  * (the same layouts as lua/includes/wait-index.lua and digests.lua; the key names are KeyLayout's).
  *
  * - wait id: "w<partition>.<position digest 16>", the partition its match key lies in;
- * - wait-index member (waiting, done): "<index key 12><position digest 16>";
+ * - wait-index member (waiting, done): "<index key><position digest 16>", the index key
+ *   being the encoded tenant + 4 + 4 digest characters; members written before
+ *   2026-12-01 carry the 12-character legacy index key (docs/architecture.md);
  * - run-index member: "<run digest 4><position digest 16><partition tag 3><defHash 5>".
  */
 import { hash } from "node:crypto";
@@ -13,8 +15,8 @@ const WAIT_ID = /^w(\d{1,5})\.([A-Za-z0-9_-]{16})$/;
 
 const TAG = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
-/** Characters of an index key: three 4-character digests. */
-const INDEX_KEY_LENGTH = 12;
+/** Characters of a wait id body: the end of every wait-index member, whatever its layout. */
+const WAIT_BODY_LENGTH = 16;
 const RUN_DIGEST_LENGTH = 4;
 const POSITION_DIGEST_LENGTH = 16;
 const PARTITION_TAG_LENGTH = 3;
@@ -58,17 +60,20 @@ const TYPE_PREFIXES_KEPT = 4096;
 const typePrefixes = new Map<string, string>();
 
 /**
- * The index key of a tenant, (tenant, type) or match key in the wait indexes: 4, 8 or
- * 12 characters (4-character digests of each level; see indexKey in
- * lua/includes/digests.lua, which computes the same from an encoded match key). Ingest
- * computes one per event for its event record, so the (tenant, type) prefix is remembered.
+ * The index key of a tenant, (tenant, type) or match key in the wait indexes: the
+ * encoded tenant, then a 4-character digest of (tenant, type), then one of the match
+ * key (see indexKey in lua/includes/digests.lua, which computes the same from an
+ * encoded match key). The tenant part is exact (the encoding is prefix-free): a
+ * tenant's range holds its own waits only, however many tenants there are; the
+ * digests may collide, so readers check each wait's own match key. Ingest computes one
+ * per event for its event record, so the (tenant, type) prefix is remembered.
  */
 export function indexKey(tenant: string, eventType?: string, correlationId?: string): string {
-  if (eventType === undefined) return digest4(encodeParts(tenant));
+  if (eventType === undefined) return encodeParts(tenant);
   const tenantType = encodeParts(tenant, eventType);
   let prefix = typePrefixes.get(tenantType);
   if (prefix === undefined) {
-    prefix = digest4(encodeParts(tenant)) + digest4(tenantType);
+    prefix = encodeParts(tenant) + digest4(tenantType);
     if (typePrefixes.size >= TYPE_PREFIXES_KEPT) typePrefixes.clear();
     typePrefixes.set(tenantType, prefix);
   }
@@ -77,9 +82,30 @@ export function indexKey(tenant: string, eventType?: string, correlationId?: str
   return prefix + digest4(tenantType + encodeParts(correlationId));
 }
 
-/** The wait id a wait-index member of `partition` names. */
+/** Most tenant digests remembered (a cache: cleared when full). */
+const TENANT_DIGESTS_KEPT = 4096;
+const tenantDigests = new Map<string, string>();
+
+/**
+ * The legacy index key (4, 8 or 12 characters) of what `ik` (an {@link indexKey} of the
+ * same tenant) selects: the tenant's 4-character digest in place of the encoded tenant,
+ * as members written before 2026-12-01 carry it. Two tenants may share a legacy digest,
+ * so a legacy range may hold another tenant's waits: readers check each wait's tenant.
+ */
+export function legacyIndexKey(tenant: string, ik: string = indexKey(tenant)): string {
+  let d = tenantDigests.get(tenant);
+  const encoded = encodeParts(tenant);
+  if (d === undefined) {
+    d = digest4(encoded);
+    if (tenantDigests.size >= TENANT_DIGESTS_KEPT) tenantDigests.clear();
+    tenantDigests.set(tenant, d);
+  }
+  return d + ik.slice(encoded.length);
+}
+
+/** The wait id a wait-index member of `partition` names (either layout). */
 export function waitIdOfIndexMember(partition: number, member: string): string {
-  return waitIdOf(partition, member.slice(INDEX_KEY_LENGTH));
+  return waitIdOf(partition, member.slice(-WAIT_BODY_LENGTH));
 }
 
 /**

@@ -8,6 +8,7 @@ import type {
   CollectedEvent,
   EventRef,
   HistoryEntry,
+  Outcome,
   Resolution,
   ResolutionKind,
   Wait,
@@ -36,7 +37,7 @@ export interface RawWait {
   /** any-of: the match keys of the other types */
   mx?: string[];
   /** any-of: the index keys of all its match keys (`mk` first): its index members' prefixes */
-  ix?: string[];
+  ixs?: string[];
   /** count: the number of distinct events that resolve it (absent: 1) */
   n?: number;
   /** the match keys of the failure types */
@@ -53,16 +54,28 @@ export interface RawWait {
   /** raw metadata JSON */
   m?: string;
   res?: {
-    k: "e" | "t" | "c" | "d";
+    /** event, timeout, cancel, deliver, token */
+    k: "e" | "t" | "c" | "d" | "k";
     at: number;
     ev?: RawEventRef & { pl?: string; x?: number };
     dl?: number;
     pl?: string;
+    /** "f": the resolution is a failure (absent: success) */
+    o?: "f";
+    /** raw error JSON of a failure */
+    er?: string;
     /** a shaped wait's events (kind e) */
     evs?: RawTakenEvent[];
-    /** outcome: s success, f failure (waits with failure types) */
-    o?: "s" | "f";
   };
+  /** hash of the current completion token (formats/completion-token.ts), and when it was issued */
+  tk?: string;
+  ti?: number;
+  /** heartbeatMs, heartbeats accepted, the last one's time */
+  hb?: number;
+  hbn?: number;
+  hbl?: number;
+  /** the registration's deadline, kept when a heartbeat first moves it */
+  d0?: number;
   con?: { by: string; at: number };
   late?: RawEventRef[];
   h?: Array<{ at: number; w: string } & Record<string, unknown>>;
@@ -96,7 +109,16 @@ const KINDS: Record<NonNullable<RawWait["res"]>["k"], ResolutionKind> = {
   t: "timeout",
   c: "cancel",
   d: "deliver",
+  k: "token",
 };
+
+/** The kinds whose resolution has an outcome (success unless marked failed). */
+const WITH_OUTCOME = new Set(["e", "d", "k"]);
+
+function outcomeOf(k: unknown, o: unknown): Outcome | undefined {
+  if (typeof k !== "string" || !WITH_OUTCOME.has(k)) return undefined;
+  return o === "f" ? "failure" : "success";
+}
 
 function parseObject(raw: string | undefined): Record<string, unknown> | null {
   return raw === undefined || raw === "" ? null : (JSON.parse(raw) as Record<string, unknown>);
@@ -124,12 +146,14 @@ function resolution(wait: RawWait, raw: NonNullable<RawWait["res"]>): Resolution
   const out: Resolution = { kind: KINDS[raw.k], at: iso(raw.at) };
   if (raw.ev) out.event = { ...eventRef(raw.ev), payload: parseObject(raw.ev.pl) };
   if (raw.dl !== undefined) out.deadline = iso(raw.dl);
-  if (raw.k === "d") out.payload = parseObject(raw.pl);
+  if (raw.k === "d" || raw.k === "k") out.payload = parseObject(raw.pl);
+  const outcome = outcomeOf(raw.k, raw.o);
+  if (outcome !== undefined) out.outcome = outcome;
+  if (outcome === "failure") out.error = parseObject(raw.er);
   if (isShaped(wait)) {
     if (raw.k === "e" && raw.ev) {
       out.eventType = typeOf(wait, raw.ev.x ?? 1);
       out.events = (raw.evs ?? []).map((e) => ({ ...collected(wait, e), payload: parseObject(e.pl) }));
-      if (raw.o !== undefined) out.outcome = raw.o === "f" ? "failure" : "success";
     } else if (raw.k === "t") {
       out.events = (wait.col ?? []).map((e) => collected(wait, e));
     }
@@ -150,9 +174,11 @@ function shapeFields(raw: RawWait): Partial<Wait> {
 }
 
 function historyEntry(raw: { at: number; w: string } & Record<string, unknown>): HistoryEntry {
-  const { at, w, k, ev, dl, j, ...rest } = raw;
+  const { at, w, k, ev, dl, j, o, ...rest } = raw;
   const entry: Record<string, unknown> = { at: iso(at), what: w, ...rest };
   if (typeof k === "string") entry.kind = KINDS[k as keyof typeof KINDS] ?? k;
+  const outcome = w === "resolved" ? outcomeOf(k, o) : undefined;
+  if (outcome !== undefined) entry.outcome = outcome;
   if (ev && typeof ev === "object") entry.event = eventRef(ev as RawEventRef);
   if (typeof dl === "number") entry.deadline = iso(dl);
   if (typeof j === "string") entry.externalJobId = j;
@@ -163,7 +189,8 @@ function historyEntry(raw: { at: number; w: string } & Record<string, unknown>):
 export function toWait(id: string, raw: RawWait): Wait {
   const [tenant = "", eventType = "", correlationId = ""] = decodeParts(raw.mk, 3);
   const registered: HistoryEntry = { at: iso(raw.ca), what: "registered" };
-  if (raw.dl !== undefined) registered.deadline = iso(raw.dl);
+  const registeredDeadline = raw.d0 ?? raw.dl;
+  if (registeredDeadline !== undefined) registered.deadline = iso(registeredDeadline);
   if (raw.sn !== undefined) registered.since = iso(raw.sn);
   return {
     id,
@@ -182,6 +209,11 @@ export function toWait(id: string, raw: RawWait): Wait {
     consumption: raw.con ? { by: raw.con.by, at: iso(raw.con.at) } : null,
     lateEvents: (raw.late ?? []).map(eventRef),
     history: [registered, ...(raw.h ?? []).map(historyEntry)],
+    token: raw.ti === undefined ? null : { issuedAt: iso(raw.ti) },
+    heartbeat:
+      raw.hb === undefined
+        ? null
+        : { intervalMs: raw.hb, count: raw.hbn ?? 0, lastAt: raw.hbl === undefined ? null : iso(raw.hbl) },
     ...shapeFields(raw),
   };
 }
@@ -192,10 +224,10 @@ export function waitOf(id: string, raw: unknown): Wait {
 }
 
 /**
- * The definition part of a new wait record, JSON {mk, r, p, j?, m?, mx?, ix?, n?, fk?}
- * (encoded match key, runId, position, external job id, raw metadata JSON; a shaped
- * wait's other match keys, the index keys of all of them, count, failure match keys):
- * registerWait adds the rest.
+ * The definition part of a new wait record, JSON {mk, r, p, j?, m?, tk?, hb?, mx?, ixs?,
+ * n?, fk?} (encoded match key, runId, position, external job id, raw metadata JSON,
+ * completion token hash, heartbeatMs; a shaped wait's other match keys, the index keys of
+ * all of them, count, failure match keys): registerWait adds the rest.
  */
 export function registrationRecord(r: {
   matchKey: string;
@@ -203,6 +235,8 @@ export function registrationRecord(r: {
   position: string;
   externalJobId: string | undefined;
   metadata: string | undefined;
+  tokenHash?: string | undefined;
+  heartbeatMs?: number | undefined;
   /** a shaped wait: the match keys of its other types, its count, its failure types' match keys */
   otherMatchKeys?: string[] | undefined;
   /** with otherMatchKeys: the index keys of all the match keys, the wait's own first */
@@ -212,7 +246,16 @@ export function registrationRecord(r: {
 }): string {
   const shape =
     r.otherMatchKeys !== undefined || r.count !== undefined || r.failureMatchKeys !== undefined
-      ? { mx: r.otherMatchKeys, ix: r.otherMatchKeys ? r.indexKeys : undefined, n: r.count, fk: r.failureMatchKeys }
+      ? { mx: r.otherMatchKeys, ixs: r.otherMatchKeys ? r.indexKeys : undefined, n: r.count, fk: r.failureMatchKeys }
       : {};
-  return JSON.stringify({ mk: r.matchKey, r: r.runId, p: r.position, j: r.externalJobId, m: r.metadata, ...shape });
+  return JSON.stringify({
+    mk: r.matchKey,
+    r: r.runId,
+    p: r.position,
+    j: r.externalJobId,
+    m: r.metadata,
+    tk: r.tokenHash,
+    hb: r.heartbeatMs,
+    ...shape,
+  });
 }

@@ -8,7 +8,7 @@
 import type { ChainableCommander } from "ioredis";
 import { type BatchCommand, execBatch } from "../batch.js";
 import { decodeParts, encodeParts } from "../encoding.js";
-import { indexKey } from "../formats/index-members.js";
+import { indexKey, legacyIndexKey } from "../formats/index-members.js";
 import { iso } from "../formats/iso.js";
 import type { ListLease } from "../list-gate.js";
 import type { Store } from "../store.js";
@@ -32,22 +32,29 @@ export interface TenantWaitCounts {
   settled: number;
 }
 
-/** Wait counts per tenant: one pipelined round trip of 2 × partitions ZLEXCOUNTs per tenant (O(log n) each). */
+/**
+ * Wait counts per tenant: one pipelined round trip of 2 × partitions ZLEXCOUNTs per
+ * tenant (O(log n) each), under the tenant's index key (exact: it is the encoded
+ * tenant), twice that while the indexes may hold legacy members (KeyLayout.legacyIndex):
+ * also under its legacy one (waits indexed before 2026-12-01: a legacy digest
+ * two tenants share counts the waits of both, until those waits leave by retention).
+ */
 export async function countWaits(src: ReaderSource, tenants: string[]): Promise<TenantWaitCounts[]> {
   const k = src.keys;
   const commands: BatchCommand[] = tenants.flatMap((tenant) => {
-    // the tenant's 4-character index key (configured tenants never share one: see parseConfig)
-    const prefix = indexKey(tenant);
+    const prefixes = k.legacyIndex ? [indexKey(tenant), legacyIndexKey(tenant)] : [indexKey(tenant)];
     return k.allPartitions().flatMap((p) => {
       const keys = k.partition(p);
-      return [keys.waiting, keys.done].map((key) => ({
-        key,
-        add: (pl: ChainableCommander) => pl.zlexcount(key, `[${prefix}`, `(${prefix}\xff`),
-      }));
+      return prefixes.flatMap((prefix) =>
+        [keys.waiting, keys.done].map((key) => ({
+          key,
+          add: (pl: ChainableCommander) => pl.zlexcount(key, `[${prefix}`, `(${prefix}\xff`),
+        })),
+      );
     });
   });
   const replies = await execBatch(src.redis, commands);
-  const per = k.partitions * 2;
+  const per = k.partitions * 2 * (k.legacyIndex ? 2 : 1);
   return tenants.map((tenant, t) => {
     let waiting = 0;
     let settled = 0;

@@ -1,7 +1,13 @@
 import type { Wait, WaitState } from "@rendezvous/protocol";
 import { RendezvousError } from "@rendezvous/protocol";
 import type { Config } from "../config.js";
-import { indexKey, runDigest, waitIdOfIndexMember, waitIdOfRunMember } from "../formats/index-members.js";
+import {
+  indexKey,
+  legacyIndexKey,
+  runDigest,
+  waitIdOfIndexMember,
+  waitIdOfRunMember,
+} from "../formats/index-members.js";
 import { parseWaitRecord, toWait } from "../formats/wait-record.js";
 import type { ListLease } from "../list-gate.js";
 import type { Store } from "../store.js";
@@ -75,7 +81,9 @@ interface Source {
  * The index ranges that hold every wait of the tenant matching the filter, in a fixed
  * order (a cursor names a position in it): the run index of the run; else, per
  * partition, the waiting and/or settled index under the tenant, (tenant, type) or match
- * key prefix.
+ * key prefix: first under the legacy index key (waits indexed before 2026-12-01, so a
+ * cursor given out before the change continues where it was; only while the indexes may
+ * hold legacy members, KeyLayout.legacyIndex), then under the current one.
  */
 function sourcesOf(store: Store, tenant: string, filter: WaitFilter): Source[] {
   const k = store.keys;
@@ -89,11 +97,14 @@ function sourcesOf(store: Store, tenant: string, filter: WaitFilter): Source[] {
       ? [k.matchPartition(tenant, filter.eventType, filter.correlationId)]
       : k.allPartitions();
   const sources: Source[] = [];
-  for (const p of partitions) {
-    const keys = k.partition(p);
-    if (filter.state === undefined || filter.state === "waiting")
-      sources.push({ key: keys.waiting, prefix, partition: p });
-    if (filter.state !== "waiting") sources.push({ key: keys.done, prefix, partition: p });
+  const layouts = k.legacyIndex ? [legacyIndexKey(tenant, prefix), prefix] : [prefix];
+  for (const layoutPrefix of layouts) {
+    for (const p of partitions) {
+      const keys = k.partition(p);
+      if (filter.state === undefined || filter.state === "waiting")
+        sources.push({ key: keys.waiting, prefix: layoutPrefix, partition: p });
+      if (filter.state !== "waiting") sources.push({ key: keys.done, prefix: layoutPrefix, partition: p });
+    }
   }
   return sources;
 }

@@ -6,27 +6,35 @@ import { RendezvousError } from "@rendezvous/protocol";
 import type { Placement } from "../keys.js";
 import type { ReaderSource } from "./source.js";
 
+/** The meta field naming the wait-index layout the deployment was created with ("2": no legacy members). */
+const INDEX_LAYOUT = "indexLayout";
+
 /**
- * Stores the partition count and the placement scheme on first start, and makes the
- * layout use the stored scheme: `correlation` for a deployment created now, `match-key`
- * for one created before placements were recorded (its meta has `partitions` and no
- * `placement`). Refuses a process configured with another partition count (a silent
+ * Stores the partition count, the placement scheme and the wait-index layout on first
+ * start, and makes the layout use the stored ones: placement `correlation` for a
+ * deployment created now, `match-key` for one created before placements were recorded
+ * (its meta has `partitions` and no `placement`); a deployment created now records that
+ * its wait indexes hold no legacy member (`indexLayout` 2: `keys.legacyIndex` false;
+ * docs/architecture.md, Upgrading the wait indexes), one created before keeps reading
+ * both layouts. Refuses a process configured with another partition count (a silent
  * change would re-route every match key).
  *
- * The placement is written before the partition count, and only when no partition count
- * is stored: so a process that finds the count finds the placement too, and a
- * deployment created before keeps `match-key` for good. (Each write is an HSETNX of one
- * field: starting processes race to the same values.)
+ * The placement and the index layout are written before the partition count, and only
+ * when no partition count is stored: so a process that finds the count finds them too,
+ * and a deployment created before keeps `match-key` and both index layouts for good.
+ * (Each write is an HSETNX of one field: starting processes race to the same values.)
  * @throws RendezvousError invalid_config
  */
 export async function ensurePartitionCount(src: ReaderSource): Promise<void> {
   const key = src.keys.metaKey;
   if ((await src.redis.hget(key, "partitions")) === null) {
     await src.redis.hsetnx(key, "placement", "correlation");
+    await src.redis.hsetnx(key, INDEX_LAYOUT, "2");
     await src.redis.hsetnx(key, "partitions", String(src.keys.partitions));
   }
-  const [rawCount, rawPlacement] = await src.redis.hmget(key, "partitions", "placement");
+  const [rawCount, rawPlacement, layout] = await src.redis.hmget(key, "partitions", "placement", INDEX_LAYOUT);
   src.keys.usePlacement(placementOf(rawPlacement ?? null));
+  src.keys.legacyIndex = layout !== "2";
   const stored = Number(rawCount);
   if (stored !== src.keys.partitions) {
     throw new RendezvousError(

@@ -66,12 +66,15 @@ export class IngestSystem {
       // database would): one serialization serves the content hash and the record.
       const payloadJson = e.payload === undefined ? undefined : (e.canonicalPayload ?? canonicalJson(e.payload));
       const content = canonicalContent(e, payloadJson);
+      const indexKey = keys.indexKey(tenant, e.type, e.correlationId);
       return {
         input: e,
         payloadJson,
         eventKey,
         matchKey,
-        indexKey: keys.indexKey(tenant, e.type, e.correlationId),
+        indexKey,
+        // (only while the indexes may hold legacy members: without it the match reads none)
+        legacyIndexKey: keys.legacyIndex ? keys.legacyIndexKey(tenant, indexKey) : undefined,
         eventPartition: keys.partition(keys.place(eventKey)),
         matchPartition,
         dedup: dedupRecord(digest(content, 22), matchPartition),

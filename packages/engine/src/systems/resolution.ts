@@ -3,8 +3,10 @@
  * event-time rule (scheduler), and the removal of what has outlived its time (sweeper).
  */
 
+import { decodeParts } from "../encoding.js";
 import type { EngineContext } from "../engine-context.js";
 import { tagPartition, waitIdPrefix } from "../formats/index-members.js";
+import type { CountDelta } from "../quotas.js";
 import { expireRecordsCall, expireRecordsResult } from "../transitions/expireRecords.js";
 import { forgetRunPositionsCall } from "../transitions/forgetRunPositions.js";
 import { type MatchResult, matchEventCall, matchEventResult } from "../transitions/matchEvent.js";
@@ -31,7 +33,19 @@ export class ResolutionSystem {
         }),
       ),
     );
-    return replies.map(matchEventResult);
+    const results = replies.map(matchEventResult);
+    // the tenants' counts: waits it resolved leave `waiting`, an event it buffered is buffered
+    const deltas = new Map<string, CountDelta>();
+    results.forEach((r, i) => {
+      if (r.status !== "matched" && r.status !== "buffered" && r.status !== "late") return;
+      const [tenant = ""] = decodeParts((entries[i] as { eventKey: string }).eventKey, 1);
+      const d = deltas.get(tenant) ?? {};
+      if (r.matched.length > 0) d.waiting = (d.waiting ?? 0) - r.matched.length;
+      if (r.status !== "matched") d.buffered = (d.buffered ?? 0) + 1;
+      deltas.set(tenant, d);
+    });
+    await this.ctx.noteCounts(deltas);
+    return results;
   }
 
   /** Tries to time out a wait by the event-time rule. */
@@ -50,10 +64,17 @@ export class ResolutionSystem {
     );
     const replies = await this.ctx.runAll(calls);
     let j = 0;
-    return known.map(({ id, p }) => {
+    const results = known.map(({ id, p }): TimeoutResult => {
       if (p === null) return { outcome: "not_found" };
       return timeoutWaitResult(id, replies[j++] as Reply);
     });
+    const deltas = new Map<string, CountDelta>();
+    for (const r of results) {
+      if (r.outcome !== "timed_out") continue;
+      deltas.set(r.wait.tenant, { waiting: (deltas.get(r.wait.tenant)?.waiting ?? 0) - 1 });
+    }
+    await this.ctx.noteCounts(deltas);
+    return results;
   }
 
   /** Removes expired records of one partition (bounded work per call). */
@@ -73,6 +94,13 @@ export class ResolutionSystem {
     const now = this.ctx.now();
     const replies = await this.ctx.runAll(partitions.map((p) => expireRecordsCall(keys.partition(p), { limit, now })));
     const results = replies.map(expireRecordsResult);
+    const deltas = new Map<string, CountDelta>();
+    for (const { bufferedTenants } of results) {
+      for (const tenant of bufferedTenants) {
+        deltas.set(tenant, { buffered: (deltas.get(tenant)?.buffered ?? 0) - 1 });
+      }
+    }
+    await this.ctx.noteCounts(deltas);
     const byRunPartition = new Map<number, Array<{ runPosition: string; tag: string }>>();
     for (const { waits } of results) {
       for (const w of waits) {

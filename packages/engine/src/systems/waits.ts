@@ -20,12 +20,17 @@ import { type ConsumeResult, consumeWaitCall, consumeWaitResult } from "../trans
 import { deliverCandidatesCall, deliverCandidatesIds } from "../transitions/deliverCandidates.js";
 import { deliverWaitsCall, deliverWaitsIds } from "../transitions/deliverWaits.js";
 import { registerWaitCall, registerWaitResult } from "../transitions/registerWait.js";
+import { checkHeartbeatMs, newToken } from "./tokens.js";
 
 export interface DeliverRequest {
   eventType: string;
   correlationId?: string;
   payload?: Record<string, unknown>;
   all?: boolean;
+  /** the resolutions' outcome @defaultValue "success" */
+  outcome?: "success" | "failure";
+  /** a failure's error object */
+  error?: Record<string, unknown>;
 }
 
 /** A timeline entry a caller may append (the others are written by the transitions themselves). */
@@ -72,7 +77,7 @@ export class WaitsSystem {
    * match key's partition, matching a buffered event at once.
    * @throws RendezvousError wait_conflict, invalid_request, payload_too_large (metadata over maxMetadataBytes)
    */
-  async register(tenant: string, spec: WaitSpec): Promise<{ created: boolean; wait: Wait }> {
+  async register(tenant: string, spec: WaitSpec): Promise<{ created: boolean; wait: Wait; token?: string }> {
     const { keys, config } = this.ctx;
     const deadlineMs = toMs(spec.deadline);
     const sinceMs = toMs(spec.since);
@@ -86,6 +91,7 @@ export class WaitsSystem {
         issues: [{ path: ["deadline"], message: `at most ${config.maxTimeoutMs} ms ahead` }],
       });
     }
+    checkHeartbeatMs(spec.heartbeatMs, config.maxTimeoutMs);
     const metadata = spec.metadata === undefined ? undefined : JSON.stringify(spec.metadata);
     if (metadata !== undefined && Buffer.byteLength(metadata) > config.maxMetadataBytes) {
       throw new RendezvousError(
@@ -125,6 +131,7 @@ export class WaitsSystem {
         deadline: deadlineMs,
         since: sinceMs,
         ...shape.definition,
+        heartbeatMs: spec.heartbeatMs,
       }),
       5,
     );
@@ -151,6 +158,8 @@ export class WaitsSystem {
       waitId = keys.waitIdOfRunMember(`${runPosition}${boundTag}`);
     }
     const matchKeyOf = (t: string) => keys.matchKey(tenant, t, spec.correlationId);
+    // a token asked for is made now; it is shown only if this call creates the wait
+    const token = spec.token ? newToken(waitId) : undefined;
     const record = registrationRecord({
       matchKey: matchKeyOf(eventType),
       runId: spec.runId,
@@ -165,6 +174,8 @@ export class WaitsSystem {
             failureMatchKeys: shape.failureTypes?.map(matchKeyOf),
           }
         : {}),
+      tokenHash: token?.hash,
+      heartbeatMs: spec.heartbeatMs,
     });
     const reply = await this.ctx.run(
       registerWaitCall(keys.partition(partition), {
@@ -178,7 +189,18 @@ export class WaitsSystem {
         indexKey: keys.indexKey(tenant, eventType, spec.correlationId),
       }),
     );
-    return registerWaitResult(waitId, reply);
+    const result = registerWaitResult(waitId, reply);
+    if (result.created) {
+      // a new waiting wait, or one a buffered event resolved at once (that event is no longer buffered)
+      // (a shaped wait may take several buffered events: those it collected, or all of its resolution's)
+      const taken = shape.shaped ? (result.wait.collected?.length ?? 0) : result.wait.state === "waiting" ? 0 : 1;
+      const delta = {
+        ...(result.wait.state === "waiting" ? { waiting: 1 } : {}),
+        ...(taken > 0 ? { buffered: -taken } : {}),
+      };
+      await this.ctx.noteCounts(new Map([[tenant, delta]]));
+    }
+    return result.created && token ? { ...result, token: token.value } : result;
   }
 
   /** The raw record of a wait, whatever its tenant (internal). */
@@ -218,7 +240,9 @@ export class WaitsSystem {
         now: this.ctx.now(),
       }),
     );
-    return cancelWaitResult(waitId, reply);
+    const wait = cancelWaitResult(waitId, reply);
+    await this.ctx.noteCounts(new Map([[wait.tenant, { waiting: -1 }]]));
+    return wait;
   }
 
   /** Claims a settled wait's continuation; `first` is true for exactly one caller. */
@@ -317,6 +341,7 @@ export class WaitsSystem {
       partitions.map((p) =>
         deliverCandidatesCall(keys.partition(p), {
           indexPrefix,
+          legacyIndexPrefix: keys.legacyIndex ? keys.legacyIndexKey(tenant, indexPrefix) : "",
           matchKeyPrefix,
           idPrefix: waitIdPrefix(p),
           limit: config.fanoutCap,
@@ -336,12 +361,16 @@ export class WaitsSystem {
           deliverWaitsCall(keys.partition(x.p), {
             tenantPrefix: encodeParts(tenant),
             payload: req.payload === undefined ? undefined : JSON.stringify(req.payload),
+            outcome: req.outcome,
+            error: req.error === undefined ? undefined : JSON.stringify(req.error),
             retentionMs: config.retentionMs,
             waitIds: x.ids,
             now,
           }),
         ),
     );
-    return { delivered: resolved.flatMap(deliverWaitsIds), matched: candidates.length };
+    const delivered = resolved.flatMap(deliverWaitsIds);
+    await this.ctx.noteCounts(new Map(delivered.length > 0 ? [[tenant, { waiting: -delivered.length }]] : []));
+    return { delivered, matched: candidates.length };
   }
 }

@@ -6,6 +6,8 @@ import { clock, type ScriptCall, transitionCall } from "./run.js";
 
 export interface DeliverCandidatesArgs {
   indexPrefix: string;
+  /** the same prefix in the legacy layout (formats/index-members.ts legacyIndexKey), "" = none to read */
+  legacyIndexPrefix: string;
   matchKeyPrefix: string;
   /** what the wait ids of the partition start with */
   idPrefix: string;
@@ -20,6 +22,7 @@ export function deliverCandidatesCall(k: PartitionKeys, a: DeliverCandidatesArgs
     idPrefix: a.idPrefix,
     limit: a.limit,
     now: clock(a.now),
+    legacyPrefix: a.legacyIndexPrefix,
   });
 }
 

@@ -17,14 +17,19 @@ export interface Expired {
   more: boolean;
   /** the settled waits removed: their run positions are forgotten next */
   waits: Array<{ tenant: string; runId: string; position: string; waitId: string }>;
+  /** the tenant of each buffered event that left the inbox */
+  bufferedTenants: string[];
 }
 
 export function expireRecordsCall(k: PartitionKeys, a: ExpireRecordsArgs): ScriptCall {
   return transitionCall("expireRecords", k, { limit: a.limit, now: clock(a.now) });
 }
 
-/** The reply { OK, handled, more (0|1), expiredWaits: encoded tenant, runId, position, waitId each }. */
-export function expireRecordsResult([, handled, more, expired]: Reply): Expired {
+/**
+ * The reply { OK, handled, more (0|1), expiredWaits: encoded match key, runId, position,
+ * waitId each, expiredBuffered: the encoded match key of each buffered event removed }.
+ */
+export function expireRecordsResult([, handled, more, expired, buffered]: Reply): Expired {
   const flat = (expired ?? []) as string[];
   const waits: Expired["waits"] = [];
   for (let i = 0; i + 3 < flat.length; i += 4) {
@@ -36,5 +41,6 @@ export function expireRecordsResult([, handled, more, expired]: Reply): Expired 
       waitId: flat[i + 3] as string,
     });
   }
-  return { handled: Number(handled), more: more === 1, waits };
+  const bufferedTenants = ((buffered ?? []) as string[]).map((mk) => decodeParts(mk, 1)[0] ?? "");
+  return { handled: Number(handled), more: more === 1, waits, bufferedTenants };
 }

@@ -35,15 +35,19 @@ export type ScriptArgs<N extends ScriptName> = {
 /** The fields of PartitionKeys that are Redis keys: what a header's KEYS names must be. */
 type KeyField = { [F in keyof PartitionKeys]: PartitionKeys[F] extends string ? F : never }[keyof PartitionKeys];
 
+/** The scripts whose KEYS are all a partition's (every transition but the tenant-slot ones). */
+export type PartitionScript = {
+  [N in ScriptName]: Header<N>["keys"][number] extends KeyField ? N : never;
+}[ScriptName];
+
 interface Plan {
-  keys: readonly KeyField[];
+  keys: readonly string[];
   params: readonly string[];
   rest: string | null;
 }
 
 function planOf<N extends ScriptName>(script: N): Plan {
-  // a KEYS name of a header that is no key of PartitionKeys does not compile here
-  const keys: readonly KeyField[] = luaScripts[script].keys;
+  const keys: readonly string[] = luaScripts[script].keys;
   const argv: readonly string[] = luaScripts[script].argv;
   const last = argv.at(-1);
   const rest = last?.startsWith("...") ? last.slice(3) : null;
@@ -54,15 +58,31 @@ const plans = new Map<ScriptName, Plan>(
   (Object.keys(luaScripts) as ScriptName[]).map((script) => [script, planOf(script)]),
 );
 
-/** A call of `script` on the partition `k`: its KEYS and ARGV in the order of the script header. */
-export function transitionCall<N extends ScriptName>(
+/**
+ * A call of `script` on the partition `k`: its KEYS and ARGV in the order of the script
+ * header (a KEYS name of the header that is no key of PartitionKeys does not compile).
+ */
+export function transitionCall<N extends PartitionScript>(
   script: N,
   k: PartitionKeys,
   args: NoInfer<ScriptArgs<N>>,
 ): ScriptCall {
+  return keyedCall(script, k as unknown as Record<Header<N>["keys"][number], string>, args);
+}
+
+/**
+ * A call of `script` on keys named as its header names them (a script of another slot
+ * than a partition's: the tenant's quota keys), KEYS and ARGV in the header's order.
+ */
+export function keyedCall<N extends ScriptName>(
+  script: N,
+  k: Readonly<Record<Header<N>["keys"][number], string>>,
+  args: NoInfer<ScriptArgs<N>>,
+): ScriptCall {
   const plan = plans.get(script) as Plan;
   const named = args as Record<string, ArgValue | readonly ArgValue[]>;
-  const keys = plan.keys.map((name) => k[name]);
+  const keyOf = k as Readonly<Record<string, string>>;
+  const keys = plan.keys.map((name) => keyOf[name] as string);
   const values = plan.params.map((name) => named[name] as ArgValue);
   if (plan.rest !== null) values.push(...(named[plan.rest] as readonly ArgValue[]));
   return { script, keys, args: values };

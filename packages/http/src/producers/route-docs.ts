@@ -76,5 +76,5 @@ export const getEventSchema: DocumentedSchema = {
   querystring: z.object({
     tenant: z.string().optional().meta({ description: "the tenant (admin token only)" }),
   }),
-  response: { 200: EventResponse, ...errorResponses(400, 401, 404, 503) },
+  response: { 200: EventResponse, ...errorResponses(400, 401, 404, 429, 503) },
 };

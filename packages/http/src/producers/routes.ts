@@ -36,7 +36,7 @@ import {
 } from "../auth.js";
 import { type BodyBudget, limitBodies } from "../body-budget.js";
 import { lingerAfterTooLarge, sendApiError, toApiError } from "../http-errors.js";
-import { RateLimiter } from "../rate-limit.js";
+import { QuotaGate } from "../rate-limit.js";
 import { clientAborted, closeUnreadBodies } from "../unread-body.js";
 import { encodeBatchAnswer, encodeSingleAnswer } from "./answer.js";
 import { MAX_BATCH, ProducerIngest } from "./ingest.js";
@@ -108,7 +108,8 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
   const logger = (opts.logger ?? createLogger()).child({ system: "ingest" });
   const credentials: CredentialIndex = indexCredentials(config);
   const validator = new EventValidator(config);
-  const limiter = new RateLimiter(now);
+  // (the limiters run on Redis TIME unless a test fixes the clock)
+  const quotas = new QuotaGate(store, metrics, opts.now);
   const ingest = new ProducerIngest({ store, validator, metrics, logger, maxPayloadBytes: config.maxPayloadBytes });
 
   // Raw bytes for every content type (this context only): we verify, then parse.
@@ -176,13 +177,9 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
     return verifyProducerBody(checked, rawBody(request));
   }
 
-  function limit(producer: ProducerIdentity, count: number): void {
-    if (producer.rateLimitPerSec === undefined) return;
-    const taken = limiter.take(`${producer.tenant}/${producer.producer}`, producer.rateLimitPerSec, count);
-    if (!taken.ok) {
-      metrics.eventsRejected.inc({ reason: "rate_limited", tenant: producer.tenant }, count);
-      throw new RendezvousError("rate_limited", undefined, { retryAfter: taken.retryAfterSec });
-    }
+  /** The tenant's quotas and the producer's own rate, held in Redis (rate-limit.ts). */
+  function limit(producer: ProducerIdentity, count: number): Promise<void> {
+    return quotas.producer(producer, count);
   }
 
   app.post(
@@ -191,7 +188,7 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
     async (request, reply) => {
       const producer = authenticate(request);
       const body = parseJsonBody(rawBody(request));
-      limit(producer, 1);
+      await limit(producer, 1);
       return single(reply, await ingest.single(producer, body));
     },
   );
@@ -205,7 +202,7 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
       const body = parseJsonBody(rawBody(request));
       refuseBadEnvelope(body);
       const events = (body as { events?: unknown } | null)?.events;
-      limit(producer, Array.isArray(events) ? Math.min(Math.max(events.length, 1), MAX_BATCH) : 1);
+      await limit(producer, Array.isArray(events) ? Math.min(Math.max(events.length, 1), MAX_BATCH) : 1);
       const outcomes = await ingest.batch(producer, body);
       // Bytes, not a string: given a string, the reply would measure its UTF-8 length and
       // the socket would encode it again.
@@ -221,6 +218,7 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
     async (request, reply) => {
       const identity = authenticateHost(credentials, request.headers);
       const tenant = readTenant(identity, request.query.tenant, config.tenants);
+      await quotas.host(tenant, false);
       const { producer, "*": eventId } = request.params;
       if (!Name.safeParse(producer).success || eventId.length < 1 || eventId.length > 200) {
         throw new RendezvousError("not_found");

@@ -1,0 +1,238 @@
+/**
+ * Quotas that hold across processes (docs/api.md, Quotas). Everything is in Redis, in
+ * the tenant's own slot `{<prefix>:q:<tenant>}` (KeyLayout.tenantQuota):
+ *
+ * - the counts (hash: `w` waiting waits, `b` buffered events), updated beside the
+ *   transitions (`note`, a second step after the transition's own script: one slot per
+ *   script) and set again from the wait indexes and the inbox by `recount`, which the
+ *   scheduler runs over the tenants in rounds;
+ * - the rate limiters (GCRA, lua/takeQuota-1.lua; fields of the same hash), taken from
+ *   before a request is served.
+ *
+ * `check` is one script call per request (none when no limit applies to the request).
+ */
+import { RendezvousError } from "@rendezvous/protocol";
+import type { ChainableCommander } from "ioredis";
+import { type BatchCommand, execBatch } from "./batch.js";
+import { type Config, quotasFor, type TenantQuotas } from "./config.js";
+import { encodeParts } from "./encoding.js";
+import { indexKey, legacyIndexKey } from "./formats/index-members.js";
+import type { KeyLayout } from "./keys.js";
+import type { RedisLike } from "./redis.js";
+import { asReply, Code } from "./transitions/replies.js";
+import { keyedCall, runScript } from "./transitions/run.js";
+
+export type CountQuota = "waitingWaits" | "bufferedEvents";
+export type RateQuota = "hostRequestsPerSec" | "producerEventsPerSec";
+
+/** Why a request is refused: a count at its quota, or a rate limiter without room. */
+export type QuotaRefusal =
+  | { kind: "count"; quota: CountQuota; limit: number; usage: number; retryAfterSec: number }
+  | { kind: "rate"; quota: RateQuota | "rateLimitPerSec"; limit: number; retryAfterSec: number };
+
+/** What a request is checked against. */
+export interface QuotaRequest {
+  tenant: string;
+  /** the count that must be under its quota */
+  count?: CountQuota;
+  /** the tenant's rate it takes from */
+  rate?: RateQuota;
+  /** a producer's own rate (`rateLimitPerSec`), taken from too */
+  producer?: { id: string; perSec: number | undefined };
+  /** requests or events the request takes @defaultValue 1 */
+  n?: number;
+  /** a fixed clock, ms (tests only); else Redis TIME */
+  now?: number;
+}
+
+/** Changes to one tenant's counts. */
+export interface CountDelta {
+  waiting?: number;
+  buffered?: number;
+}
+
+const FIELD: Record<CountQuota, "w" | "b"> = { waitingWaits: "w", bufferedEvents: "b" };
+
+/** The counts of a tenant as its counters hold them. */
+export interface TenantUsage {
+  waitingWaits: number;
+  bufferedEvents: number;
+}
+
+/** The refusal as the API answers it (docs/api.md, Quotas). */
+export function quotaError(r: QuotaRefusal): RendezvousError {
+  if (r.kind === "count") {
+    return new RendezvousError("quota_exceeded", `the tenant is at its ${r.quota} quota`, {
+      quota: r.quota,
+      limit: r.limit,
+      usage: r.usage,
+      retryAfter: r.retryAfterSec,
+    });
+  }
+  return new RendezvousError("rate_limited", undefined, {
+    quota: r.quota,
+    limit: r.limit,
+    retryAfter: r.retryAfterSec,
+  });
+}
+
+export class Quotas {
+  constructor(
+    private readonly redis: RedisLike,
+    private readonly keys: KeyLayout,
+    private readonly config: Pick<Config, "quotas" | "tenants">,
+  ) {}
+
+  /** The limits in force for `tenant`. */
+  limits(tenant: string): TenantQuotas {
+    return quotasFor(this.config as Config, tenant);
+  }
+
+  /**
+   * Checks a request against the tenant's quotas and takes from its limiters: null when
+   * it may go on (then it has taken `n`), else why not (then it has taken nothing).
+   * No Redis call when no limit applies.
+   */
+  async check(req: QuotaRequest): Promise<QuotaRefusal | null> {
+    const limits = this.limits(req.tenant);
+    const countLimit = req.count === undefined ? null : limits[req.count];
+    const perSec = req.rate === undefined ? null : limits[req.rate];
+    const own = req.producer?.perSec ?? null;
+    if (countLimit === null && perSec === null && own === null) return null;
+    const call = keyedCall(
+      "takeQuota",
+      { quota: this.keys.tenantQuota(req.tenant).counts },
+      {
+        countField: countLimit === null || req.count === undefined ? "" : FIELD[req.count],
+        countLimit: countLimit ?? "",
+        rateField: perSec === null ? "" : req.rate === "hostRequestsPerSec" ? "h" : "p",
+        perSec: perSec ?? "",
+        ownField: own === null ? "" : `p:${req.producer?.id}`,
+        ownPerSec: own ?? "",
+        n: req.n ?? 1,
+        now: req.now === undefined ? "" : String(req.now),
+      },
+    );
+    const [code, a, b] = asReply(await runScript(this.redis, call), "takeQuota");
+    if (code === Code.OK) return null;
+    if (code === Code.OVER_QUOTA) {
+      return {
+        kind: "count",
+        quota: req.count as CountQuota,
+        limit: countLimit as number,
+        usage: Number(a),
+        retryAfterSec: 1,
+      };
+    }
+    if (code === Code.OVER_RATE) {
+      const retryAfterSec = Math.max(1, Math.ceil(Number(b) / 1000));
+      return Number(a) === 1
+        ? { kind: "rate", quota: req.rate as RateQuota, limit: perSec as number, retryAfterSec }
+        : { kind: "rate", quota: "rateLimitPerSec", limit: own as number, retryAfterSec };
+    }
+    throw new RendezvousError("internal", `takeQuota: unexpected reply code ${code}`);
+  }
+
+  /**
+   * Adds changes to tenants' counts (HINCRBY in each tenant's slot, one round trip). Run
+   * after the transitions that made them; a count it fails to change is set right by the
+   * next recount, so a failure is the caller's to log, not to retry. Only the counts a
+   * tenant has a quota on are kept (a deployment without quotas writes nothing).
+   */
+  async note(deltas: ReadonlyMap<string, CountDelta>): Promise<void> {
+    const commands: BatchCommand[] = [];
+    for (const [tenant, d] of deltas) {
+      const limits = this.limits(tenant);
+      const key = this.keys.tenantQuota(tenant).counts;
+      if (d.waiting && limits.waitingWaits !== null)
+        commands.push({ key, add: (pl) => pl.hincrby(key, "w", d.waiting as number) });
+      if (d.buffered && limits.bufferedEvents !== null)
+        commands.push({ key, add: (pl) => pl.hincrby(key, "b", d.buffered as number) });
+    }
+    if (commands.length === 0) return;
+    const replies = await execBatch(this.redis, commands);
+    const failed = replies.find(([err]) => err);
+    if (failed) throw failed[0];
+  }
+
+  /**
+   * The tenant's counts: as its counters hold them for a count it has a quota on, else
+   * counted from the indexes now (2 × partitions ZLEXCOUNTs each).
+   */
+  async usage(tenant: string): Promise<TenantUsage> {
+    const limits = this.limits(tenant);
+    const [w, b] = await this.redis.hmget(this.keys.tenantQuota(tenant).counts, "w", "b");
+    const kept = { waitingWaits: Math.max(0, Number(w ?? 0)), bufferedEvents: Math.max(0, Number(b ?? 0)) };
+    if (limits.waitingWaits !== null && limits.bufferedEvents !== null) return kept;
+    const counted = (await this.count([tenant])).get(tenant) as TenantUsage;
+    return {
+      waitingWaits: limits.waitingWaits !== null ? kept.waitingWaits : counted.waitingWaits,
+      bufferedEvents: limits.bufferedEvents !== null ? kept.bufferedEvents : counted.bufferedEvents,
+    };
+  }
+
+  /** Tenants with a count quota (whose counters are kept): the ones `recount` needs. */
+  counted(tenants: readonly string[]): string[] {
+    return tenants.filter((t) => {
+      const l = this.limits(t);
+      return l.waitingWaits !== null || l.bufferedEvents !== null;
+    });
+  }
+
+  /**
+   * Counts the tenants' waiting waits (their ranges of every waiting index, both layouts)
+   * and buffered events (their ranges of every inbox) and sets their counters to them.
+   * Not atomic with the transitions (other slots): a change made between the count and
+   * the set is lost or doubled until the next recount. Two round trips.
+   */
+  async recount(tenants: readonly string[]): Promise<Map<string, TenantUsage>> {
+    const counts = await this.count(tenants);
+    const sets: BatchCommand[] = [];
+    for (const [tenant, c] of counts) {
+      const key = this.keys.tenantQuota(tenant).counts;
+      sets.push({ key, add: (pl) => pl.hset(key, "w", c.waitingWaits, "b", c.bufferedEvents) });
+    }
+    if (sets.length > 0) {
+      const done = await execBatch(this.redis, sets);
+      const failed = done.find(([err]) => err);
+      if (failed) throw failed[0];
+    }
+    return counts;
+  }
+
+  /** The tenants' waiting waits and buffered events counted from the indexes (one round trip). */
+  async count(tenants: readonly string[]): Promise<Map<string, TenantUsage>> {
+    const k = this.keys;
+    const commands: BatchCommand[] = [];
+    for (const tenant of tenants) {
+      const current = indexKey(tenant);
+      const legacy = legacyIndexKey(tenant);
+      const inbox = encodeParts(tenant);
+      for (const p of k.allPartitions()) {
+        const keys = k.partition(p);
+        const count = (key: string, prefix: string) => ({
+          key,
+          add: (pl: ChainableCommander) => pl.zlexcount(key, `[${prefix}`, `(${prefix}\xff`),
+        });
+        commands.push(count(keys.waiting, current), count(keys.inbox, inbox));
+        if (k.legacyIndex) commands.push(count(keys.waiting, legacy));
+      }
+    }
+    const replies = await execBatch(this.redis, commands);
+    const per = k.partitions * (k.legacyIndex ? 3 : 2);
+    const counts = new Map<string, TenantUsage>();
+    tenants.forEach((tenant, t) => {
+      let waiting = 0;
+      let buffered = 0;
+      for (let i = 0; i < per; i++) {
+        const [err, n] = replies[t * per + i] ?? [null, 0];
+        if (err) throw err;
+        // per partition: current waiting, inbox, then (legacy deployments) legacy waiting
+        if (i % (k.legacyIndex ? 3 : 2) === 1) buffered += Number(n);
+        else waiting += Number(n);
+      }
+      counts.set(tenant, { waitingWaits: waiting, bufferedEvents: buffered });
+    });
+    return counts;
+  }
+}
