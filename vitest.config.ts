@@ -26,6 +26,7 @@ const alias = {
  */
 const ON_CLUSTER = [
   "packages/engine/test/transitions.test.ts",
+  "packages/engine/test/shapes.test.ts",
   "packages/engine/test/deliver.test.ts",
   "packages/engine/test/tokens.test.ts",
   "packages/engine/test/inspect.test.ts",
@@ -36,6 +37,7 @@ const ON_CLUSTER = [
   "packages/workers/test/scheduler.test.ts",
   "packages/server/test/crash.test.ts",
   "packages/server/test/e2e-api.test.ts",
+  "packages/server/test/e2e-shapes.test.ts",
   "packages/server/test/e2e-errors.test.ts",
   "packages/server/test/e2e-fuzz.test.ts",
   "packages/server/test/sdk.test.ts",

@@ -24,6 +24,8 @@
  * `--ingest-batch N` sets the events per ingest call (1: the single-event path);
  * `--legacy-index` measures a deployment created before 2026-12-01, whose wait indexes
  * may hold legacy members (the match reads their ranges too; docs/architecture.md);
+ * `--match-shape any-of|count-3` makes the match case's waits any-of two types, or count 3
+ * (three events per wait: per event, two collect and one resolves);
  * `--only raw|ingest|match|dispatch|quota` runs one case; `--keep DIR` copies each case's dump to
  * DIR/<case>.callgrind for `callgrind_annotate --inclusive=yes DIR/ingest.callgrind`.
  */
@@ -51,6 +53,9 @@ const BATCH = 500;
 const INGEST_BATCH = args.number("ingest-batch", BATCH);
 const NOTE = "n".repeat(120);
 const ONLY = args.string("only", "");
+/** the waits of the match case: one type (default), `any-of` (two types), `count-3` */
+const MATCH_SHAPE = args.string("match-shape", "one");
+if (!["one", "any-of", "count-3"].includes(MATCH_SHAPE)) throw new Error("--match-shape one | any-of | count-3");
 const LEGACY_INDEX = args.flag("legacy-index");
 
 /** As a process starts: the deployment's layout read from its meta key (fresh here), or forced legacy. */
@@ -174,13 +179,19 @@ const match = await measure("match", async (url) => {
   // zeroed after the warm-up only), then the match of each event, which resolves its wait
   const pending: Array<{ partition: number; streamId: string; eventKey: string }> = [];
   const prepare = async (n: number) => {
-    const events = Array.from({ length: n }, () => event(seq++));
-    for (const e of events) {
+    // --match-shape: the waits any-of two types, or count 3 (three events each: two collect, one resolves)
+    const per = MATCH_SHAPE === "count-3" ? 3 : 1;
+    const bases = Array.from({ length: Math.ceil(n / per) }, () => event(seq++));
+    const events = bases.flatMap((e) =>
+      Array.from({ length: per }, (_, k) => (k === 0 ? e : { ...e, id: `${e.id}-${k}` })),
+    );
+    for (const e of bases) {
       await res.store.register("bench", {
         runId: `r-${e.id}`,
         position: "p",
-        eventType: e.type,
         correlationId: e.correlationId,
+        ...(MATCH_SHAPE === "any-of" ? { eventTypes: [e.type, "bench.other"] } : { eventType: e.type }),
+        ...(MATCH_SHAPE === "count-3" ? { count: 3 } : {}),
       });
     }
     for (let i = 0; i < n; i += BATCH) {
@@ -301,6 +312,6 @@ console.log(
 console.log(`raw XADD (pipelined)            ${count(raw)}`);
 console.log(`store.ingest (batches of ${INGEST_BATCH})   ${count(ingest)}`);
 console.log(`ratio ingest / XADD             ${(ingest / raw).toFixed(2)}`);
-console.log(`store.match (resolves one wait) ${count(match)}`);
+console.log(`store.match (${MATCH_SHAPE === "one" ? "resolves one wait" : `${MATCH_SHAPE} waits`}) ${count(match)}`);
 console.log(`dispatch (one resolved wait)    ${count(dispatch)}`);
 console.log(`quota check (one request)      ${count(quota)}`);

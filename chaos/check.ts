@@ -10,7 +10,7 @@ import type { Resources } from "@rendezvous/engine";
 import type { EventRecord, Wait } from "@rendezvous/protocol";
 import { Queue } from "bullmq";
 import type { FaultRecord } from "./procs.js";
-import { type EventLog, TENANT, type WaitLog, type WorkloadLog } from "./workload.js";
+import { EVENT_TYPE, type EventLog, FAILURE_TYPE, TENANT, type WaitLog, type WorkloadLog } from "./workload.js";
 
 export const VIOLATION_CODES = [
   "resolved_twice",
@@ -27,6 +27,7 @@ export const VIOLATION_CODES = [
   "token_completed_twice",
   "token_completion_lost",
   "heartbeat_lost",
+  "shape_resolved_wrong",
 ] as const;
 export type ViolationCode = (typeof VIOLATION_CODES)[number];
 
@@ -48,6 +49,13 @@ export interface Counts {
     waiting: number;
     registerFailed: number;
     expiredByRetention: number;
+  };
+  /** the wait shapes' outcomes */
+  shapes: {
+    anyOfSuccess: number;
+    anyOfFailure: number;
+    countResolved: number;
+    countTimedOut: number;
   };
   events: {
     sent: number;
@@ -121,6 +129,7 @@ export async function check(opts: CheckOptions): Promise<CheckResult> {
       registerFailed: 0,
       expiredByRetention: 0,
     },
+    shapes: { anyOfSuccess: 0, anyOfFailure: 0, countResolved: 0, countTimedOut: 0 },
     events: {
       sent: log.events.length,
       sends: 0,
@@ -289,7 +298,9 @@ export async function check(opts: CheckOptions): Promise<CheckResult> {
       });
     }
     const matchedBy = evs.filter((e) => records.get(e)?.matchedWaits.includes(w.id));
-    if (matchedBy.length > 1) {
+    // (a count-wait is matched by each event it collected: up to N)
+    const need = w.shape?.count ?? 1;
+    if (matchedBy.length > need) {
       violations.push({
         code: "resolved_twice",
         waitId: w.id,
@@ -301,6 +312,7 @@ export async function check(opts: CheckOptions): Promise<CheckResult> {
     // event time decides the race
     const deadline = ms(rec.deadline);
     const accepted = evs
+      .filter((e) => (w.shape?.types ?? [EVENT_TYPE]).includes(e.type ?? EVENT_TYPE))
       .map((e) => ({ e, at: ms(records.get(e)?.acceptedAt ?? e.sends.find((s) => s.acceptedAt)?.acceptedAt) }))
       .filter((x) => !Number.isNaN(x.at));
     if (w.kind === "race") {
@@ -309,11 +321,44 @@ export async function check(opts: CheckOptions): Promise<CheckResult> {
     }
     if (rec.state === "timed_out") {
       const onTime = accepted.filter((x) => x.at <= deadline);
-      if (onTime.length > 0) {
+      // a count-wait times out with fewer than N on-time events (distinct event keys: one EventLog each)
+      if (onTime.length >= need) {
         violations.push({
           code: "on_time_event_timed_out",
           waitId: w.id,
           detail: `deadline ${rec.deadline}; accepted on time: ${onTime.map((x) => `${x.e.id}@${new Date(x.at).toISOString()}`).join(", ")}`,
+          evidence: timeline(),
+        });
+      }
+    }
+    if (w.kind === "any_of" && rec.state === "resolved") {
+      if (rec.resolution?.outcome === "failure") counts.shapes.anyOfFailure++;
+      else counts.shapes.anyOfSuccess++;
+    }
+    if (w.kind === "count_3" && rec.state === "resolved") counts.shapes.countResolved++;
+    if (w.kind === "count_3" && rec.state === "timed_out") counts.shapes.countTimedOut++;
+    if (w.shape && rec.state === "resolved" && rec.resolution?.kind === "event") {
+      const got = rec.resolution.events ?? [];
+      const failed = rec.resolution.outcome === "failure";
+      const keys = new Set(got.map((e) => `${e.producer}/${e.id}`));
+      if (
+        (!failed && got.length !== need) ||
+        keys.size !== got.length ||
+        got.some((e) => ms(e.acceptedAt) > deadline)
+      ) {
+        violations.push({
+          code: "shape_resolved_wrong",
+          waitId: w.id,
+          detail: `count ${need}: resolved with ${got.length} events (${keys.size} distinct)${failed ? ", failure" : ""}: ${got.map((e) => `${e.id}@${e.acceptedAt}`).join(", ")}`,
+          evidence: timeline(),
+        });
+      }
+      const winner = rec.resolution.eventType;
+      if (w.shape.failureTypes.length > 0 && (winner === FAILURE_TYPE) !== failed) {
+        violations.push({
+          code: "shape_resolved_wrong",
+          waitId: w.id,
+          detail: `won by ${winner} with outcome ${rec.resolution.outcome}`,
           evidence: timeline(),
         });
       }

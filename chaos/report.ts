@@ -87,6 +87,10 @@ export function formatReport(r: ChaosReport, maxEvidence = 5): string {
   if (c.waits.expiredByRetention) out.push(row("removed by retention", c.waits.expiredByRetention));
   out.push(row("registration never answered", c.waits.registerFailed));
   out.push(row("deadline races on time / late", `${c.races.onTime} / ${c.races.late}`));
+  if (c.shapes) {
+    out.push(row("any-of won by success / failure", `${c.shapes.anyOfSuccess} / ${c.shapes.anyOfFailure}`));
+    out.push(row("count 3 resolved / timed out", `${c.shapes.countResolved} / ${c.shapes.countTimedOut}`));
+  }
   out.push("");
   out.push("events");
   out.push(row("sent (distinct ids) / sends", `${c.events.sent} / ${c.events.sends}`));

@@ -9,7 +9,10 @@
  * deadline by a few ms; a cancel (sometimes followed by a late event); two events for
  * one job; an event no wait ever asks for; a far deadline or none, resolved by event; a
  * wait with a completion token and heartbeats, its token presented by several callers at
- * once around its (moved) deadline.
+ * once around its (moved) deadline;
+ * the wait shapes (docs/api.md, Wait shapes): an any-of wait (`job.done` or `job.failed`,
+ * the latter a failure type) with both outcomes racing, and a count-3 wait sent two or
+ * three distinct events (with redeliveries), some of them racing its deadline.
  * 30% of event sends are redelivered (same id, same content). Settled waits are
  * consumed by continuation workers (BullMQ, `consume` claims once) and, for some, by
  * several explicit consumers racing.
@@ -26,6 +29,8 @@ export const PRODUCERS = {
   p2: { secret: "whsec_chaos_2" },
 } as const;
 export const EVENT_TYPE = "job.done";
+/** the any-of scenario's second type (p1 may send it: `job.*`) */
+export const FAILURE_TYPE = "job.failed";
 
 type ScenarioKind =
   | "event_after"
@@ -36,7 +41,9 @@ type ScenarioKind =
   | "two_events"
   | "orphan_event"
   | "far_deadline"
-  | "token_race";
+  | "token_race"
+  | "any_of"
+  | "count_3";
 
 const SCENARIOS: Array<[ScenarioKind, number]> = [
   ["event_after", 24],
@@ -48,6 +55,8 @@ const SCENARIOS: Array<[ScenarioKind, number]> = [
   ["orphan_event", 5],
   ["far_deadline", 7],
   ["token_race", 8],
+  ["any_of", 10],
+  ["count_3", 10],
 ];
 
 /** One call through a completion token (complete, fail, heartbeat): what the client saw. */
@@ -77,6 +86,8 @@ export interface SendLog {
 export interface EventLog {
   producer: keyof typeof PRODUCERS;
   id: string;
+  /** absent: EVENT_TYPE */
+  type?: string;
   correlationId: string;
   scenario: number;
   sends: SendLog[];
@@ -99,6 +110,8 @@ export interface WaitLog {
   position: string;
   correlationId: string;
   timeoutMs: number | null;
+  /** a shaped wait (any_of, count_3): its types, count and failure types */
+  shape?: { types: string[]; count: number; failureTypes: string[] };
   registerStatus: number;
   createdAt?: string;
   deadline?: string | null;
@@ -281,7 +294,12 @@ export class Workload {
   }
 
   async #send(ev: EventLog, redelivery: boolean): Promise<void> {
-    const body = { id: ev.id, type: EVENT_TYPE, correlationId: ev.correlationId, payload: { scenario: ev.scenario } };
+    const body = {
+      id: ev.id,
+      type: ev.type ?? EVENT_TYPE,
+      correlationId: ev.correlationId,
+      payload: { scenario: ev.scenario },
+    };
     const at = Date.now();
     const r = await this.#o.http.call("POST", "/v1/events", {
       headers: this.#producerHeaders(ev.producer),
@@ -303,14 +321,16 @@ export class Workload {
   }
 
   /** One event of a scenario, redelivered 30% of the time (at once, concurrently, or later). */
-  async #event(scenario: number, correlationId: string, suffix = "a"): Promise<void> {
+  async #event(scenario: number, correlationId: string, suffix = "a", type = EVENT_TYPE): Promise<void> {
     const ev: EventLog = {
-      producer: this.#chance(0.5) ? "p1" : "p2",
+      // (only p1 may send types other than EVENT_TYPE)
+      producer: type !== EVENT_TYPE || this.#chance(0.5) ? "p1" : "p2",
       id: `e${scenario}-${suffix}`,
       correlationId,
       scenario,
       sends: [],
     };
+    if (type !== EVENT_TYPE) ev.type = type;
     this.log.events.push(ev);
     if (this.#chance(0.3)) {
       const mode = this.#o.random();
@@ -332,6 +352,7 @@ export class Workload {
     correlationId: string,
     timeoutMs: number | null,
     extra: Record<string, unknown> = {},
+    shape?: WaitLog["shape"],
   ) {
     const log: WaitLog = {
       id: "",
@@ -353,6 +374,15 @@ export class Workload {
       metadata: { scenario, kind },
       ...extra,
     };
+    if (shape) {
+      log.shape = shape;
+      if (shape.types.length > 1) {
+        delete spec.eventType;
+        spec.eventTypes = shape.types;
+      }
+      if (shape.count > 1) spec.count = shape.count;
+      if (shape.failureTypes.length > 0) spec.failureTypes = shape.failureTypes;
+    }
     if (timeoutMs !== null) spec.timeoutMs = Math.round(timeoutMs);
     const r = await this.#o.http.call("POST", "/v1/waits", {
       headers: { authorization: `Bearer ${HOST_KEY}` },
@@ -561,6 +591,34 @@ export class Workload {
           }),
         );
         await this.#settle(w, 30_000);
+        return;
+      }
+      case "any_of": {
+        // both outcomes racing: exactly one wins, the other is late
+        const t = this.#rand(1000, 10_000);
+        const shape = { types: [EVENT_TYPE, FAILURE_TYPE], count: 1, failureTypes: [FAILURE_TYPE] };
+        const w = await this.#register(i, kind, corr, t, {}, shape);
+        await sleep(this.#rand(20, t * 0.5));
+        await Promise.all([this.#event(i, corr, "a"), this.#event(i, corr, "b", FAILURE_TYPE)]);
+        await this.#settle(w, t + 30_000);
+        return;
+      }
+      case "count_3": {
+        // three distinct events (or two: a timeout with two collected), the last near the deadline at times
+        const t = this.#rand(1500, 8000);
+        const w = await this.#register(i, kind, corr, t, {}, { types: [EVENT_TYPE], count: 3, failureTypes: [] });
+        const n = this.#chance(0.25) ? 2 : 3;
+        for (let k = 0; k < n; k++) {
+          const last = k === n - 1;
+          if (last && w.deadline && this.#chance(0.5)) {
+            const offset = this.#rand(-15, 15) - this.#acceptLatency;
+            await sleep(Math.max(0, Date.parse(w.deadline) + offset - Date.now()));
+          } else {
+            await sleep(this.#rand(10, t * 0.2));
+          }
+          await this.#event(i, corr, String.fromCharCode(97 + k));
+        }
+        await this.#settle(w, t + 30_000);
         return;
       }
       case "far_deadline": {

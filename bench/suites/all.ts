@@ -29,6 +29,7 @@ import { fairnessOptions, quotaFairness } from "../quota-fairness.js";
 import type { BurstResult } from "../timeouts-burst.js";
 import { continuationsBench } from "./continuations.js";
 import { event, ingest, oneAtATime, paced, registerTargets, startPath, type Target, throughput } from "./e2e.js";
+import { shapesBench } from "./shapes.js";
 import { memoryCase, precision } from "./timeouts.js";
 
 const HOST_KEY = "hk_bench_all";
@@ -88,6 +89,7 @@ export async function main(): Promise<void> {
   const blackboxEvents = args.number("blackbox-events", quick ? 500 : 10_000);
   const blackboxSingles = args.number("blackbox-singles", quick ? 100 : 500);
   const blackboxTracing = args.string("blackbox-tracing", "off,on");
+  const shapeWaits = args.number("shape-waits", quick ? 2000 : 20_000);
   const batch = 100;
   const batchesInFlight = 4;
   const started = performance.now();
@@ -479,6 +481,24 @@ export async function main(): Promise<void> {
       value: `${fmt(fair.flooded.p99)} / ${fmt(fair.alone.p99)} (×${fair.ratioP99.toFixed(2)})`,
       target: `flood accepted ${fmt(fair.floodAcceptedPerSec)}/s, ${fmt(fair.floodRefused)} refused`,
     });
+
+    // 12. the wait shapes side by side (bench/suites/shapes.ts; flushes the server)
+    const shapes = await scenario("12. wait shapes", 1, async (step) => {
+      const r = await shapesBench(server.url, admin, { waits: shapeWaits, partitions });
+      step();
+      return r;
+    });
+    results.shapes = shapes;
+    for (const r of shapes) {
+      add({
+        scenario: "12. shapes",
+        metric: `match events/s, ${r.shape} (${fmt(r.waits)} waits, ${fmt(r.events)} events)`,
+        value: fmt(r.eventsPerSec),
+        ceiling: ofCeiling(r.eventsPerSec),
+        target: `${fmt(r.waitsPerSec)} waits resolved/s`,
+      });
+      add({ scenario: "12. shapes", metric: `Redis bytes per pending wait, ${r.shape}`, value: fmt(r.bytesPerWait) });
+    }
 
     const order = (s: string) => Number.parseInt(s, 10);
     rows.sort((a, b) => order(a.scenario) - order(b.scenario));

@@ -170,14 +170,27 @@ export class HostClient {
    * registers and takes its continuation from a ContinuationWorker.
    */
   async waitFor(req: WaitForRequest): Promise<Record<string, unknown> | null> {
+    const wait = await this.waitForSettled(req);
+    const r = wait.resolution;
+    if (wait.state !== "resolved" || !r) return null;
+    return r.event?.payload ?? r.payload ?? {};
+  }
+
+  /**
+   * Registers a wait and polls until it settles; the settled wait. The shapes read best
+   * this way: `waitForSettled({ anyOf: [...], failureTypes })` tells by
+   * `resolution.eventType` and `resolution.outcome` which type won, and
+   * `waitForSettled({ eventType, count: 3 })` lists the N events in `resolution.events`
+   * (those collected when it timed out). `waitFor` with the same fields gives the payload
+   * of the event that completed the wait.
+   */
+  async waitForSettled(req: WaitForRequest): Promise<Wait> {
     let { wait } = await this.registerWait(waitSpecOf(req));
     while (wait.state === "waiting") {
       await new Promise((r) => setTimeout(r, req.pollMs ?? 200));
       wait = await this.getWait(wait.id);
     }
-    const r = wait.resolution;
-    if (wait.state !== "resolved" || !r) return null;
-    return r.event?.payload ?? r.payload ?? {};
+    return wait;
   }
 
   /**

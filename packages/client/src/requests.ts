@@ -2,21 +2,35 @@
  * The request shapes of HostClient's compound calls. One vocabulary across the
  * client: a wait is named with the fields of `POST /v1/waits` (docs/api.md, Waits) —
  * `runId`, `position`, `eventType`, `correlationId`, `timeoutMs` | `deadline`,
- * `since`, `metadata` — wherever a call registers one.
+ * `since`, `metadata`, and the shapes' `count`, `failureTypes` (`anyOf` for `eventTypes`)
+ * — wherever a call registers one.
  */
 import type { FailureError, WaitSpec } from "./wire.js";
 
-/** The event type, by its API name; `event` is a deprecated alias, accepted as well. */
+/**
+ * The event type, by its API name; `event` is a deprecated alias, accepted as well; or
+ * several: `anyOf` (the API's `eventTypes`: the first event of any of them wins).
+ */
 export type EventTypeField =
-  | { eventType: string; event?: undefined }
+  | { eventType: string; event?: undefined; anyOf?: undefined }
   | {
       /** @deprecated use `eventType` (the field name of `POST /v1/waits`) */
       event: string;
       eventType?: undefined;
+      anyOf?: undefined;
+    }
+  | {
+      /** any of these types (docs/api.md, Wait shapes: `eventTypes`) */
+      anyOf: string[];
+      eventType?: undefined;
+      event?: undefined;
     };
 
-/** A wait to register, in the fields of `POST /v1/waits`. */
-export type WaitFields = Omit<WaitSpec, "eventType" | "externalJobId"> & EventTypeField;
+/**
+ * A wait to register, in the fields of `POST /v1/waits`: `count` (N distinct events) and
+ * `failureTypes` (with `anyOf`) as the API names them.
+ */
+export type WaitFields = Omit<WaitSpec, "eventType" | "eventTypes" | "externalJobId"> & EventTypeField;
 
 /** `HostClient.waitFor`: the wait, and how often to look at it. */
 export type WaitForRequest = WaitFields & {
@@ -45,11 +59,27 @@ export interface DeliverRequest {
 
 /** The `POST /v1/waits` body of a request: the WaitSpec fields alone, `event` read as `eventType`. */
 export function waitSpecOf(req: WaitFields): WaitSpec {
-  const { event, eventType = event, runId, position, correlationId } = req as WaitFields & { event?: string };
-  if (typeof eventType !== "string") throw new TypeError("a wait needs an eventType");
+  const {
+    event,
+    eventType = event,
+    anyOf,
+    runId,
+    position,
+    correlationId,
+  } = req as WaitFields & {
+    event?: string;
+    anyOf?: string[];
+  };
+  if (anyOf !== undefined && eventType !== undefined) throw new TypeError("give eventType or anyOf, not both");
+  if (anyOf === undefined && typeof eventType !== "string") throw new TypeError("a wait needs an eventType");
   if (event !== undefined && event !== eventType)
     throw new TypeError("eventType and its deprecated alias event disagree; give eventType only");
-  const spec: WaitSpec = { runId, position, eventType, correlationId };
+  const spec: WaitSpec =
+    anyOf !== undefined
+      ? { runId, position, eventTypes: anyOf, correlationId }
+      : { runId, position, eventType, correlationId };
+  if (req.count !== undefined) spec.count = req.count;
+  if (req.failureTypes !== undefined) spec.failureTypes = req.failureTypes;
   if (req.timeoutMs !== undefined) spec.timeoutMs = req.timeoutMs;
   if (req.deadline !== undefined) spec.deadline = req.deadline;
   if (req.since !== undefined) spec.since = req.since;

@@ -26,7 +26,10 @@ export interface EventInput {
 export interface WaitSpec {
   runId: string;
   position: string;
-  eventType: string;
+  /** one event type; or `eventTypes` instead */
+  eventType?: string | undefined;
+  /** any-of: 1–16 distinct types, instead of `eventType` (docs/api.md, Wait shapes) */
+  eventTypes?: string[] | undefined;
   correlationId: string;
   /** give `timeoutMs` or `deadline`, not both */
   timeoutMs?: number | undefined;
@@ -36,6 +39,10 @@ export interface WaitSpec {
   since?: string | undefined;
   externalJobId?: string | undefined;
   metadata?: JsonObject | undefined;
+  /** resolve when N distinct events have matched (1–100, default 1) */
+  count?: number | undefined;
+  /** the `eventTypes` that mean failure (`resolution.outcome`) */
+  failureTypes?: string[] | undefined;
   /** ask for a completion token (not part of the definition): the 201 answer carries it once */
   token?: boolean | undefined;
   /** each accepted heartbeat sets deadline = now + heartbeatMs (part of the definition) */
@@ -71,6 +78,16 @@ export interface ResolvingEvent extends EventRef {
   payload: JsonObject | null;
 }
 
+/** An event a shaped wait collected (docs/api.md, Wait shapes). */
+export interface CollectedEvent extends EventRef {
+  type: string;
+}
+
+/** An event of a shaped wait's resolution: with its payload (kind `event`). */
+export interface ResolutionEvent extends CollectedEvent {
+  payload?: JsonObject | null | undefined;
+}
+
 export interface Resolution {
   kind: ResolutionKind;
   at: string;
@@ -80,6 +97,10 @@ export interface Resolution {
   deadline?: string | undefined;
   /** the delivered payload (kinds `deliver` and `token`) */
   payload?: JsonObject | null | undefined;
+  /** the resolving event's type (kind `event` of a shaped wait) */
+  eventType?: string | undefined;
+  /** a shaped wait's events in accepted order (kind `event`: with their payloads; `timeout`: those collected) */
+  events?: ResolutionEvent[] | undefined;
   /** success or failure (kinds `event`, `deliver`, `token`) */
   outcome?: Outcome | undefined;
   /** the error given with a failure */
@@ -95,6 +116,7 @@ export type HistoryWhat =
   | "continuation_dispatched"
   | "consumed"
   | "sweeper_rescheduled"
+  | "collected"
   | "token_issued"
   | "heartbeat";
 
@@ -128,6 +150,11 @@ export interface Wait {
   consumption: Consumption | null;
   lateEvents: EventRef[];
   history: HistoryEntry[];
+  /** shaped waits only (docs/api.md, Wait shapes) */
+  eventTypes?: string[] | undefined;
+  count?: number | undefined;
+  failureTypes?: string[] | undefined;
+  collected?: CollectedEvent[] | undefined;
   /** when the current completion token was issued; null: none was */
   token: { issuedAt: string } | null;
   /** heartbeats of a wait registered with heartbeatMs; null otherwise */

@@ -35,6 +35,34 @@ describe("request vocabulary", () => {
     expect(spec).not.toHaveProperty("event");
   });
 
+  it("sends the shapes: anyOf as eventTypes, count and failureTypes as named", () => {
+    expect(waitSpecOf({ ...base, anyOf: ["pay.ok", "pay.failed"], failureTypes: ["pay.failed"] })).toEqual({
+      ...base,
+      eventTypes: ["pay.ok", "pay.failed"],
+      failureTypes: ["pay.failed"],
+    });
+    expect(waitSpecOf({ ...base, eventType: "approval", count: 3 })).toEqual({
+      ...base,
+      eventType: "approval",
+      count: 3,
+    });
+    expect(() => waitSpecOf({ ...base, anyOf: ["a"], eventType: "a" } as never)).toThrow(/not both/);
+    expectTypeOf<{
+      runId: string;
+      position: string;
+      correlationId: string;
+      anyOf: string[];
+      count: number;
+    }>().toExtend<WaitForRequest>();
+    expectTypeOf<{
+      runId: string;
+      position: string;
+      correlationId: string;
+      anyOf: string[];
+      eventType: string;
+    }>().not.toExtend<WaitForRequest>();
+  });
+
   it("refuses a wait without an event type, or with the two names disagreeing", () => {
     expect(() => waitSpecOf({ ...base } as never)).toThrow(/needs an eventType/);
     expect(() => waitSpecOf({ ...base, eventType: "a", event: "b" } as never)).toThrow(/disagree/);

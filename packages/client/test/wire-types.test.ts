@@ -15,6 +15,7 @@ describe("wire types", () => {
     expectTypeOf<wire.WaitState>().toEqualTypeOf<core.WaitState>();
     expectTypeOf<wire.ResolutionKind>().toEqualTypeOf<core.ResolutionKind>();
     expectTypeOf<wire.EventRef>().toEqualTypeOf<core.EventRef>();
+    expectTypeOf<wire.CollectedEvent>().toEqualTypeOf<core.CollectedEvent>();
     expectTypeOf<wire.Resolution>().toEqualTypeOf<core.Resolution>();
     expectTypeOf<wire.HistoryWhat>().toEqualTypeOf<core.HistoryWhat>();
     // an open record (zod looseObject; its index signature brands differently): each assignable to the other

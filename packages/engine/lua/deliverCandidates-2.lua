@@ -31,7 +31,7 @@ local function collect(p)
   for _, member in ipairs(members) do
     local waitId = memberWaitId(idPrefix, member)
     local wait = loadWait(keys.waits, waitId)
-    if wait ~= nil and string.sub(wait["mk"], 1, #mkPrefix) == mkPrefix and wait["s"] == "w"
+    if wait ~= nil and hasMatchKeyPrefix(wait, mkPrefix) and wait["s"] == "w"
        and (wait["dl"] == nil or now <= wait["dl"]) then
       ids[#ids + 1] = waitId
     end

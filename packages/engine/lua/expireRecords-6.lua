@@ -56,7 +56,10 @@ for _, member in ipairs(due) do
   elseif kind == "w" then
     local wait = loadWait(keys.waits, rest)
     if wait ~= nil then
-      if redis.call("ZREM", keys.done, waitMember(wait, rest)) == 0 then
+      if wait["mx"] ~= nil then
+        -- an any-of wait: a member under each of its match keys
+        redis.call("ZREM", keys.done, unpack(waitMembers(wait, rest)))
+      elseif redis.call("ZREM", keys.done, waitMember(wait, rest)) == 0 then
         -- indexed before the layout change
         redis.call("ZREM", keys.done, indexKey(wait["mk"], nil, true) .. waitIdBody(rest))
       end

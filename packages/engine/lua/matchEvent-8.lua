@@ -2,7 +2,9 @@
   matchEvent: runs the match for ONE stream entry of a partition.
   - every `waiting` wait of the event's match key that the event may resolve
     (accepted >= its `since`, accepted <= its deadline) is resolved by it, up to
-    the fan-out cap (waits it may not resolve do not count towards the cap);
+    the fan-out cap (waits it may not resolve do not count towards the cap); a
+    shaped wait (any-of: indexed under each of its match keys; count N) collects it
+    and is resolved by its Nth distinct event or an event of a failure type;
   - a waiting wait whose deadline lies before the accepted time, and every settled
     wait of the match key, gets the event recorded as late;
   - if it resolved no wait, the event is buffered in the inbox for its retention
@@ -122,9 +124,19 @@ for pass = 1, passes do
       local waitId = memberWaitId(idPrefix, member)
       local wait = loadWait(keys.waits, waitId)
       -- (an index key may be shared by another match key: the wait's own must be this one)
-      if wait ~= nil and wait["mk"] == mk and wait["s"] == "w" and at >= (wait["sn"] or 0) then
+      -- (an any-of wait is indexed under each of its match keys: x is this one's number)
+      local x = wait ~= nil and (wait["mk"] == mk and 1 or matchKeyNumber(wait, mk)) or nil
+      if x ~= nil and wait["s"] == "w" and at >= (wait["sn"] or 0) then
         if wait["dl"] ~= nil and at > wait["dl"] then
           noteLate(waitId, wait)
+        elseif isShaped(wait) then
+          -- collected, or resolving it (N events, a failure type); taken either way
+          if takeForShape(keys, waitId, wait, ev, ref, x, now, retentionMs, pass == 1 and member or nil, trace) then
+            matched[#matched + 1] = waitId
+            if registrations then
+              registrations[#matched] = wait["tc"] or ""
+            end
+          end
         else
           -- (the member names this wait: its index key is the wait's, as mk is)
           resolveByEvent(keys, waitId, wait, ev, ref, now, retentionMs, pass == 1 and member or nil, trace)
@@ -162,7 +174,7 @@ for pass = 1, passes do
     -- (a wait this very event just resolved is not late for it: not even loaded)
     local wait = not (settledNow and settledNow[waitId]) and loadWait(keys.waits, waitId) or nil
     -- settled before, not by this very event
-    if wait ~= nil and wait["mk"] == mk and wait["s"] ~= "w" and not resolvedBy(wait, ev)
+    if wait ~= nil and matchKeyNumber(wait, mk) ~= nil and wait["s"] ~= "w" and not resolvedBy(wait, ev)
        and at >= (wait["sn"] or 0) then
       noteLate(waitId, wait)
     end

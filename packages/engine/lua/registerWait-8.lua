@@ -2,7 +2,8 @@
   registerWait: second step of registration, in the partition of the MATCH KEY.
   Creates the wait idempotently. If a buffered event of its match key accepted at
   or after `since` (and not after the deadline) is still within retention, the wait
-  is resolved by it at once and that event is consumed.
+  is resolved by it at once and that event is consumed. A shaped wait collects the
+  buffered events of all its match keys (below).
 
   KEYS[1] waits      {p}:w   hash waitId -> wait record
   KEYS[2] waiting    {p}:iw  lex zset "<index key><wait id body>" of waiting waits
@@ -14,8 +15,10 @@
   KEYS[8] expiry     {p}:x   zset of records to remove, scored by time
 
   ARGV[1] waitId
-  ARGV[2] record       JSON {mk, r, p, j?, m?, tk?, hb?}: encoded match key, runId,
-                       position, externalJobId, raw metadata JSON, token hash, heartbeatMs
+  ARGV[2] record       JSON {mk, r, p, j?, m?, tk?, hb?, mx?, ixs?, n?, fk?}: encoded match
+                       key, runId, position, externalJobId, raw metadata JSON, token hash,
+                       heartbeatMs; a shaped wait's other match keys (any-of) and the index
+                       keys of all of them, count, failure match keys
   ARGV[3] timeoutMs    "" or a number: deadline = now + timeoutMs on the Redis clock
   ARGV[4] deadlineMs   "" or an absolute deadline (used when timeoutMs is "")
   ARGV[5] sinceMs      "" or the earliest accepted time a buffered event may have
@@ -66,6 +69,63 @@ end
 local mk = wait["mk"]
 if ARGV[8] ~= "" then
   indexKey(mk, ARGV[8])
+end
+
+-- A shaped wait (any-of, count N, failure types) takes the buffered events of all its
+-- match keys, earliest accepted first, until N (or a failure type) resolve it; the
+-- events taken are matched (out of the inbox) whether or not they resolve it.
+if isShaped(wait) then
+  local found = {}
+  local scan = 16 + (wait["n"] or 1)
+  local matchKeys = { mk }
+  for _, other in ipairs(wait["mx"] or {}) do
+    matchKeys[#matchKeys + 1] = other
+  end
+  for x, k in ipairs(matchKeys) do
+    for _, member in ipairs(bufferedSince(keys.inbox, k, since, scan)) do
+      local eventKey = inboxEventKey(member, k)
+      local ev = loadEvent(keys.events, eventKey)
+      if ev == nil or not isBuffered(ev) or ev["at"] + ev["rt"] < now then
+        redis.call("ZREM", keys.inbox, member)
+      elseif deadline == nil or ev["at"] <= deadline then
+        found[#found + 1] = { member = member, eventKey = eventKey, ev = ev, x = x }
+      end
+    end
+  end
+  -- accepted order: stream id (accepted ms, then sequence), then event key (one entry's events)
+  table.sort(found, function(a, b)
+    local ea, eb = a.ev, b.ev
+    if ea["at"] ~= eb["at"] then
+      return ea["at"] < eb["at"]
+    end
+    if ea["sid"] ~= eb["sid"] then
+      return #ea["sid"] < #eb["sid"] or (#ea["sid"] == #eb["sid"] and ea["sid"] < eb["sid"])
+    end
+    return a.eventKey < b.eventKey
+  end)
+  for _, f in ipairs(found) do
+    local ev = f.ev
+    local taken, record = takeForShape(keys, waitId, wait, ev, eventRef(ev), f.x, now, retentionMs)
+    if taken then
+      ev["st"] = "m"
+      ev["mw"] = { waitId }
+      ev["pl"] = nil
+      saveEvent(keys.events, f.eventKey, ev)
+      redis.call("ZREM", keys.inbox, f.member)
+    end
+    if record ~= nil then
+      return { C_CREATED, record }
+    end
+  end
+  local record = cjson.encode(wait)
+  redis.call("HSET", keys.waits, waitId, record)
+  for _, member in ipairs(waitMembers(wait, waitId)) do
+    redis.call("ZADD", keys.waiting, "0", member)
+  end
+  if deadline ~= nil then
+    redis.call("ZADD", keys.deadlines, intText(deadline), waitId)
+  end
+  return { C_CREATED, record }
 end
 
 -- A buffered event: earliest first, from `since` on.

@@ -1,6 +1,6 @@
 --[[
   timeoutWait: resolves a wait as timed out, by the event-time rule. It does so only
-  if the wait is still `waiting`, now >= its deadline, and no event of its match key
+  if the wait is still `waiting`, now >= its deadline, and no event of its match keys
   accepted at or before the deadline is still unprocessed. Such an event would win:
   the caller retries shortly instead (BACKLOG).
 
@@ -118,10 +118,10 @@ if unprocessed == nil then
   return { C_BACKLOG, tostring(deadline) }
 end
 if #unprocessed > 0 then
-  local mk = wait["mk"]
   for _, record in ipairs(loadEventRecords(keys.events, unprocessed)) do
     local ev = pendingEvent(record)
-    if ev ~= nil and ev["mk"] == mk and ev["at"] <= deadline then
+    -- (of any of the wait's match keys: an any-of wait has several)
+    if ev ~= nil and ev["at"] <= deadline and matchKeyNumber(wait, ev["mk"]) ~= nil then
       return { C_BACKLOG, tostring(deadline) }
     end
   end

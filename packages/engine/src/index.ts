@@ -46,7 +46,7 @@ export {
 export { toWait } from "./formats/wait-record.js";
 export { luaScripts, type ScriptName } from "./generated/lua.js";
 export { explainWait } from "./inspect.js";
-export { DISPATCHER_GROUP, KeyLayout, MATCHER_GROUP, type PartitionKeys } from "./keys.js";
+export { DISPATCHER_GROUP, KeyLayout, MATCHER_GROUP, type PartitionKeys, type Placement } from "./keys.js";
 export { ListGate, ListLease } from "./list-gate.js";
 export { createLogger, type Logger, REDACT_PATHS } from "./logger.js";
 export { createMetrics, type Metrics, UNKNOWN_TENANT } from "./metrics.js";

@@ -4,7 +4,7 @@
  * Nothing here changes state.
  */
 
-import type { Explanation, Wait } from "@rendezvous/protocol";
+import { type Explanation, shapeProgress, type Wait } from "@rendezvous/protocol";
 import type { PartitionBacklog } from "./reads/backlog.js";
 import { PartitionReader } from "./reads/partition-reader.js";
 import type { Rejection, Store } from "./store.js";
@@ -30,21 +30,31 @@ export async function explainWait(
   }
   const reader = new PartitionReader(store);
   const partition = store.keys.waitPartition(wait.id) as number;
-  const [[backlog], rejections, misses] = await Promise.all([
+  const types = wait.eventTypes ?? [wait.eventType];
+  const [[backlog], rejectionsByType, misses] = await Promise.all([
     reader.backlog([partition]),
-    store.rejections(wait.tenant, wait.eventType, wait.correlationId),
-    reader.nearMisses(wait.tenant, wait.eventType, wait.correlationId),
+    // (an any-of wait: the refusals of each of its match keys)
+    Promise.all(types.map((t) => store.rejections(wait.tenant, t, wait.correlationId))),
+    reader.nearMisses(wait.tenant, types, wait.correlationId),
   ]);
+  const rejections = rejectionsByType.flat();
   const b = backlog as PartitionBacklog;
   // refusals are evidence whenever they happened: an event refused before the wait existed is still the signal
   const relevantRejections: Rejection[] = rejections;
   const base = {
-    expects: { eventType: wait.eventType, correlationId: wait.correlationId, since: wait.since },
+    expects: {
+      eventType: wait.eventType,
+      ...(wait.eventTypes ? { eventTypes: wait.eventTypes } : {}),
+      correlationId: wait.correlationId,
+      since: wait.since,
+    },
     deadline: wait.deadline,
     backlog: b,
     rejections: relevantRejections,
     nearMisses: misses,
     ...extras,
+    // a shaped wait: how many of its events arrived, which types are missing
+    ...(shapeProgress(wait) ?? {}),
   };
   if ((b.oldestUnprocessedAgeMs ?? 0) > opts.backlogThresholdMs) {
     return { state: "waiting", verdict: "backlog", details: base };

@@ -41,6 +41,15 @@ export const DISPATCHER_GROUP = "dispatchers";
 export { digest4, tagPartition, untagPartition } from "./formats/index-members.js";
 
 /**
+ * How match keys are placed in partitions. `correlation`: by (tenant, correlationId),
+ * so the match keys of one correlation id (an any-of wait's types) share a partition;
+ * the scheme of deployments created since any-of waits. `match-key`: by (tenant,
+ * eventType, correlationId), the scheme of deployments created before; the stored meta
+ * says which (reads/meta.ts).
+ */
+export type Placement = "correlation" | "match-key";
+
+/**
  * The one owner of every key name. Partition of a match key, a run key or an
  * event key is a stable hash (FNV-1a) of its encoded tuple, mod the partition count.
  */
@@ -53,6 +62,7 @@ export interface TenantQuotaKeys {
 export class KeyLayout {
   readonly prefix: string;
   readonly partitions: number;
+  #placement: Placement = "correlation";
   /**
    * May the wait indexes hold members of the legacy layout (written before 2026-12-01)?
    * True unless the deployment is known to have been created with the current one
@@ -132,8 +142,21 @@ export class KeyLayout {
     return encodeParts(tenant, eventType, correlationId);
   }
 
+  /** The placement scheme in use (set from the stored meta at start: {@link usePlacement}). */
+  get placement(): Placement {
+    return this.#placement;
+  }
+
+  /** Uses the deployment's stored placement scheme (reads/meta.ts `ensureDeploymentMeta`). */
+  usePlacement(placement: Placement): void {
+    this.#placement = placement;
+  }
+
+  /** The partition of a match key: by (tenant, correlationId), or by the whole match key (see {@link Placement}). */
   matchPartition(tenant: string, eventType: string, correlationId: string): number {
-    return this.place(this.matchKey(tenant, eventType, correlationId));
+    return this.#placement === "correlation"
+      ? this.place(encodeParts(tenant, correlationId))
+      : this.place(this.matchKey(tenant, eventType, correlationId));
   }
 
   /** Encoded event key (tenant, producer, eventId): the dedup key. */

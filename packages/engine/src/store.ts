@@ -82,6 +82,8 @@ export class Store {
    */
   withConnection(redis: RedisLike): Store {
     const store = new Store({ redis, config: this.config, prefix: this.keys.prefix, clock: this.#ctx.clock });
+    // (the deployment's placement and index layout, as read from its meta: reads/meta.ts)
+    store.keys.usePlacement(this.keys.placement);
     store.keys.legacyIndex = this.keys.legacyIndex;
     return store;
   }

@@ -45,7 +45,7 @@ import { type Harness, makeStore } from "./helpers.js";
 
 const TENANT = "acme";
 const TYPE = "job.done";
-/** with 2 partitions, job-a and job-c share partition 0 and job-b lies in partition 1 */
+/** with 2 partitions, job-a and job-c share a partition and job-b lies in the other */
 const CORRS = ["job-a", "job-b", "job-c"] as const;
 const PRODUCERS = ["svc", "hook"] as const;
 const WORKERS = ["worker-0", "worker-1", "worker-2"] as const;

@@ -474,7 +474,7 @@ describe("script calls", () => {
       const results = await store.ingest("acme", "svc", [event("e1", "job-1"), event("e2", "job-2"), event("e3", "x")]);
       expect(results.map((r) => r.status)).toEqual(["accepted", "accepted", "accepted"]);
       await redis.script("FLUSH");
-      const k = store.keys.partition(0);
+      const k = store.keys.partition(store.keys.waitPartition(first.wait.id) as number);
       const replies = await execBatch(redis, [
         {
           key: k.waits,

@@ -158,18 +158,56 @@ export const EventInput = z
   .meta({ id: "EventInput", description: "The event envelope a producer sends" });
 export type EventInput = z.infer<typeof EventInput>;
 
+/** Most types of an any-of wait. */
+export const MAX_EVENT_TYPES = 16;
+/** Most events a count-wait waits for. */
+export const MAX_WAIT_COUNT = 100;
+
+/** What is wrong with a wait's shape fields (eventType / eventTypes / failureTypes), or null. */
+function shapeIssue(w: {
+  eventType?: string | undefined;
+  eventTypes?: string[] | undefined;
+  failureTypes?: string[] | undefined;
+}): { path: string; message: string } | null {
+  // (neither: the issue is at eventType, where a body without it always had it)
+  if (w.eventType === undefined && w.eventTypes === undefined) {
+    return { path: "eventType", message: "Invalid input: expected string, received undefined" };
+  }
+  if (w.eventType !== undefined && w.eventTypes !== undefined) {
+    return { path: "eventTypes", message: "give eventType or eventTypes, not both" };
+  }
+  const types = w.eventTypes ?? [w.eventType as string];
+  if (new Set(types).size !== types.length) return { path: "eventTypes", message: "a type is repeated" };
+  if (w.failureTypes !== undefined) {
+    if (w.failureTypes.some((t) => !types.includes(t))) {
+      return { path: "failureTypes", message: "each failure type must be one of eventTypes" };
+    }
+    if (new Set(w.failureTypes).size >= types.length) {
+      return { path: "failureTypes", message: "at least one of eventTypes must not be a failure type" };
+    }
+  }
+  return null;
+}
+
 /** The body of `POST /v1/waits`. */
 export const WaitSpec = z
   .strictObject({
     runId: Text(1, 200),
     position: Text(1, 200),
-    eventType: EventType,
+    /** one event type; or `eventTypes` (any-of) instead */
+    eventType: EventType.optional(),
+    /** any-of: 1–16 distinct types, instead of `eventType` (docs/api.md, Wait shapes) */
+    eventTypes: z.array(EventType).min(1).max(MAX_EVENT_TYPES).optional(),
     correlationId: CorrelationId,
     timeoutMs: z.int().positive().max(Number.MAX_SAFE_INTEGER).optional(),
     deadline: IsoTime.optional(),
     since: IsoTime.optional(),
     externalJobId: Text(1, 200).optional(),
     metadata: InputObject.optional(),
+    /** resolve when N distinct events have matched (default 1) */
+    count: z.int().min(1).max(MAX_WAIT_COUNT).optional(),
+    /** the `eventTypes` that mean failure (`resolution.outcome`) */
+    failureTypes: z.array(EventType).min(1).max(MAX_EVENT_TYPES).optional(),
     /** ask for a completion token (not part of the definition; docs/api.md, Completion tokens) */
     token: z.boolean().optional(),
     /** each accepted heartbeat sets deadline = now + heartbeatMs (part of the definition when given) */
@@ -178,6 +216,10 @@ export const WaitSpec = z
   .refine((w) => !(w.timeoutMs !== undefined && w.deadline !== undefined), {
     message: "give timeoutMs or deadline, not both",
     path: ["deadline"],
+  })
+  .superRefine((w, ctx) => {
+    const bad = shapeIssue(w);
+    if (bad) ctx.addIssue({ code: "custom", message: bad.message, path: [bad.path] });
   })
   .meta({ id: "WaitSpec", description: "A wait to register: give timeoutMs or deadline, not both (or neither)" });
 export type WaitSpec = z.infer<typeof WaitSpec>;
@@ -199,6 +241,10 @@ export const EventRef = z
   .meta({ id: "EventRef" });
 export type EventRef = z.infer<typeof EventRef>;
 
+/** An event a shaped wait collected (docs/api.md, Wait shapes). */
+export const CollectedEvent = EventRef.extend({ type: z.string() }).meta({ id: "CollectedEvent" });
+export type CollectedEvent = z.infer<typeof CollectedEvent>;
+
 /** How a resolution ended for the run: it succeeded or it failed (docs/api.md, Completion tokens). */
 export const Outcome = z.enum(["success", "failure"]).meta({ id: "Outcome" });
 export type Outcome = z.infer<typeof Outcome>;
@@ -219,11 +265,15 @@ export const Resolution = z
     at: z.string(),
     /** the resolving event (kind `event`) */
     event: EventRef.extend({ payload: JsonObject.nullable() }).optional(),
+    /** the resolving event's type (kind `event` of a shaped wait) */
+    eventType: z.string().optional(),
+    /** a shaped wait's events in accepted order (kind `event`: with their payloads; `timeout`: those collected) */
+    events: z.array(CollectedEvent.extend({ payload: JsonObject.nullable().optional() })).optional(),
     /** the deadline that passed (kind `timeout`) */
     deadline: z.string().optional(),
     /** the delivered payload (kinds `deliver` and `token`) */
     payload: JsonObject.nullable().optional(),
-    /** success or failure (kinds `event`, `deliver`, `token`) */
+    /** success or failure (kinds `event`, `deliver`, `token`; an event of a wait's failure types: failure) */
     outcome: Outcome.optional(),
     /** the error given with a failure */
     error: JsonObject.nullable().optional(),
@@ -241,6 +291,7 @@ export const HistoryWhat = z
     "continuation_dispatched",
     "consumed",
     "sweeper_rescheduled",
+    "collected",
     "token_issued",
     "heartbeat",
   ])
@@ -272,6 +323,11 @@ export const Wait = z
     consumption: Consumption.nullable(),
     lateEvents: z.array(EventRef),
     history: z.array(HistoryEntry),
+    /** shaped waits only (docs/api.md, Wait shapes) */
+    eventTypes: z.array(z.string()).optional(),
+    count: z.int().optional(),
+    failureTypes: z.array(z.string()).optional(),
+    collected: z.array(CollectedEvent).optional(),
     /** when the current completion token was issued; null: none was */
     token: z.object({ issuedAt: z.string() }).nullable(),
     /** heartbeats of a wait registered with heartbeatMs; null otherwise */

@@ -119,7 +119,9 @@ export async function runDoctor(redisUrl: string, config: Config, prefix: string
       : [{ name: redisUrl, conn: redis as Redis }];
     const facts = await Promise.all(nodes.map((n) => nodeFacts(n.conn, n.name, cluster)));
     const store = new Store({ redis, config, prefix });
-    const stored = await new PartitionReader(store).storedPartitionCount();
+    const reader = new PartitionReader(store);
+    const stored = await reader.storedPartitionCount();
+    const placement = await reader.storedPlacement();
     const layout = new KeyLayout(prefix, config.partitions);
     const versionOk = (v: string) => {
       const [major = 0] = v.split(".").map(Number);
@@ -158,6 +160,17 @@ export async function runDoctor(redisUrl: string, config: Config, prefix: string
             ? `not stored yet (configured ${layout.partitions})`
             : `stored ${stored}, configured ${layout.partitions}`,
         advice: "the configured partition count must equal the one stored on first start",
+      },
+      {
+        // informational: which scheme places match keys (docs/architecture.md, Placement)
+        name: "placement",
+        ok: true,
+        value:
+          placement === null
+            ? "not stored yet"
+            : placement === "correlation"
+              ? "correlation"
+              : "match-key (created before any-of waits)",
       },
     ];
     if (cluster) {

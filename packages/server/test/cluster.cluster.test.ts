@@ -78,5 +78,6 @@ describe("on a Redis Cluster", () => {
     expect(by["redis version"]?.ok).toBe(true);
     expect(by["maxmemory-policy"]).toMatchObject({ ok: true, value: "noeviction (all 3 masters)" });
     expect(by.aof).toMatchObject({ ok: false, value: "off (all 3 masters)" }); // the test cluster runs without AOF
+    expect(by.placement?.ok).toBe(true);
   });
 });

@@ -129,6 +129,31 @@ describe("console (headless Chromium, real server and Redis)", () => {
     await page.close();
   });
 
+  it("shows a shaped wait's types and how many of its events arrived, live", async () => {
+    const r = await acme.post("/v1/waits", {
+      runId: run,
+      position: "shape#1",
+      eventTypes: ["order.approved", "order.reviewed"],
+      count: 3,
+      correlationId: "ord-4001",
+      timeoutMs: 600_000,
+    });
+    expect(r.status).toBe(201);
+    const id = r.body.wait.id as string;
+    const page = await newPage();
+    await signIn(page, server.url, ADMIN, `/waits/${id}`);
+    await expect
+      .poll(() => page.getByTestId("shape-progress").textContent(), P)
+      .toBe("0 of 3 events arrived; no event yet of order.approved, order.reviewed");
+    expect(await page.getByText("order.approved, order.reviewed", { exact: true }).count()).toBe(1);
+    const sent = await billing.post("/v1/events", { id: "appr-1", type: "order.approved", correlationId: "ord-4001" });
+    expect(sent.status).toBe(202);
+    await expect
+      .poll(() => page.getByTestId("shape-progress").textContent(), P)
+      .toBe("1 of 3 events arrived; no event yet of order.reviewed");
+    await page.close();
+  });
+
   it("cancels a wait from the UI after confirmation", async () => {
     const id = await register(acme, "cancel#1", "ord-2001");
     const page = await newPage();

@@ -149,6 +149,7 @@ describe("rendezvous start: the embedded Redis's address and the data-dir lock",
     expect(out).toMatch(/^ok {4}aof {15}on$/m);
     expect(out).toMatch(/^ok {4}maxmemory-policy {2}noeviction$/m);
     expect(out).toMatch(/^ok {4}partitions {8}stored 16, configured 16$/m);
+    expect(out).toMatch(/^ok {4}placement {9}correlation$/m);
   }, 60_000);
 
   it("a clean stop removes the address file and the lock; the next start reuses the last port", async () => {

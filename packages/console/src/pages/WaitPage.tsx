@@ -26,7 +26,13 @@ function Definition({ wait }: { wait: Wait }) {
     ["tenant", wait.tenant],
     ["run", wait.runId],
     ["position", wait.position],
-    ["event type", wait.eventType],
+    // a shaped wait (docs/api.md, Wait shapes): its types, count and failure types
+    [
+      wait.eventTypes ? "event types (any of)" : "event type",
+      wait.eventTypes ? wait.eventTypes.join(", ") : wait.eventType,
+    ],
+    ...(wait.count !== undefined && wait.count > 1 ? [["events needed", String(wait.count)] as [string, string]] : []),
+    ...(wait.failureTypes ? [["failure types", wait.failureTypes.join(", ")] as [string, string]] : []),
     [
       "correlation id",
       <span key="c" className="mono">
@@ -96,6 +102,14 @@ function Verdict({ explain, tenant }: { explain: Explanation; tenant: string }) 
         Explain verdict: <span data-testid="verdict">{explain.verdict}</span>
       </h2>
       <p>{VERDICTS[explain.verdict] ?? ""}</p>
+      {typeof d.summary === "string" ? (
+        <p data-testid="shape-progress">
+          {d.summary}
+          {Array.isArray(d.missingTypes) && d.missingTypes.length > 0
+            ? `; no event yet of ${d.missingTypes.join(", ")}`
+            : ""}
+        </p>
+      ) : null}
       {d.nearMisses && d.nearMisses.length > 0 ? (
         <>
           <h3>Near-miss events (buffered, unmatched)</h3>

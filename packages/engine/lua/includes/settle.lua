@@ -22,16 +22,35 @@ local function settleWait(keys, waitId, wait, state, resolution, historyEntry, n
   pushHistory(wait, historyEntry)
   local record = encodeWait(wait)
   redis.call("HSET", keys.waits, waitId, record)
-  if member then
-    redis.call("ZREM", keys.waiting, member)
-  else
-    member = waitMember(wait, waitId)
-    if redis.call("ZREM", keys.waiting, member) == 0 then
-      -- indexed before the layout change
-      redis.call("ZREM", keys.waiting, indexKey(wait["mk"], nil, true) .. waitIdBody(waitId))
+  if wait["mx"] ~= nil then
+    -- an any-of wait: indexed under each of its match keys, whose index keys its record
+    -- carries (`ixs`; computed here for a record without them)
+    -- (written out, not waitMembers: every helper is a closure made on each call)
+    local body = waitIdBody(waitId)
+    local ix = wait["ixs"]
+    if ix == nil then
+      ix = { indexKey(wait["mk"]) }
+      for _, mk in ipairs(wait["mx"]) do
+        ix[#ix + 1] = indexKey(mk)
+      end
     end
+    for _, ik in ipairs(ix) do
+      local m = ik .. body
+      redis.call("ZREM", keys.waiting, m)
+      redis.call("ZADD", keys.done, "0", m)
+    end
+  else
+    if member then
+      redis.call("ZREM", keys.waiting, member)
+    else
+      member = waitMember(wait, waitId)
+      if redis.call("ZREM", keys.waiting, member) == 0 then
+        -- indexed before the layout change
+        redis.call("ZREM", keys.waiting, indexKey(wait["mk"], nil, true) .. waitIdBody(waitId))
+      end
+    end
+    redis.call("ZADD", keys.done, "0", member)
   end
-  redis.call("ZADD", keys.done, "0", member)
   if wait["dl"] ~= nil then
     -- (only a wait with a deadline has a deadline index entry)
     redis.call("ZREM", keys.deadlines, waitId)

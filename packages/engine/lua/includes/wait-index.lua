@@ -15,6 +15,25 @@ local function waitMember(wait, waitId)
   return indexKey(wait["mk"]) .. waitIdBody(waitId)
 end
 
+-- Every index member of a wait: one per match key (an any-of wait has several; its
+-- record carries their index keys, `ixs`, computed at registration).
+local function waitMembers(wait, waitId)
+  local body = waitIdBody(waitId)
+  local ix = wait["ixs"]
+  if ix ~= nil then
+    local out = {}
+    for i, ik in ipairs(ix) do
+      out[i] = ik .. body
+    end
+    return out
+  end
+  local out = { indexKey(wait["mk"]) .. body }
+  for _, mk in ipairs(wait["mx"] or {}) do
+    out[#out + 1] = indexKey(mk) .. body
+  end
+  return out
+end
+
 -- The wait id of an index member (of either layout), given the partition's "w<partition>." prefix.
 --@inline
 local function memberWaitId(idPrefix, member)

@@ -3,7 +3,11 @@
   t timed_out, c cancelled. A record is JSON, except a wait that is `waiting` with
   nothing but its registration fields, which is kept as compact text (about 35 bytes
   smaller: most waits are such): the encoded parts (mk, r, p) then "<ca>,<dl>,<sn>"
-  (dl and sn may be empty). Both forms are read here and by src/records.ts.
+  (dl and sn may be empty). Both forms are read here and by src/formats/wait-record.ts.
+  A shaped wait (any-of, count, failure types) is always JSON: mx = the match keys of
+  its other types, ixs = the index keys of all its match keys (mk first; any-of only),
+  n = count, fk = the match keys of its failure types, col = the events collected so far
+  (event refs with pl and x, the 1-based number of their match key).
 ]]
 --@include "clock"
 --@include "parts"
@@ -78,4 +82,39 @@ local function loadOwnWait(waitsKey, waitId, tenantPrefix)
     return nil
   end
   return wait
+end
+
+-- The number of `mk` among the wait's match keys (1: its own; 2.. its other types'), or nil.
+local function matchKeyNumber(wait, mk)
+  if wait["mk"] == mk then
+    return 1
+  end
+  local mx = wait["mx"]
+  if mx ~= nil then
+    for i, other in ipairs(mx) do
+      if other == mk then
+        return i + 1
+      end
+    end
+  end
+  return nil
+end
+
+-- Is one of the wait's match keys prefixed by `prefix` (an encoded (tenant, type) or match key)?
+local function hasMatchKeyPrefix(wait, prefix)
+  if string.sub(wait["mk"], 1, #prefix) == prefix then
+    return true
+  end
+  for _, other in ipairs(wait["mx"] or {}) do
+    if string.sub(other, 1, #prefix) == prefix then
+      return true
+    end
+  end
+  return false
+end
+
+-- Does the wait take events other than one by one (any-of, count, failure types)?
+--@inline
+local function isShaped(wait)
+  return wait["mx"] ~= nil or wait["n"] ~= nil or wait["fk"] ~= nil
 end

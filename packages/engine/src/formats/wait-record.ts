@@ -5,6 +5,7 @@
  */
 
 import type {
+  CollectedEvent,
   EventRef,
   HistoryEntry,
   Outcome,
@@ -24,9 +25,25 @@ export interface RawEventRef {
   sid: string;
 }
 
+/** An event a shaped wait took: with its payload and `x`, the number of its match key (1 = `mk`). */
+export interface RawTakenEvent extends RawEventRef {
+  pl?: string;
+  x: number;
+}
+
 export interface RawWait {
   /** encoded match key (tenant, type, correlationId) */
   mk: string;
+  /** any-of: the match keys of the other types */
+  mx?: string[];
+  /** any-of: the index keys of all its match keys (`mk` first): its index members' prefixes */
+  ixs?: string[];
+  /** count: the number of distinct events that resolve it (absent: 1) */
+  n?: number;
+  /** the match keys of the failure types */
+  fk?: string[];
+  /** the events collected so far (accepted order) */
+  col?: RawTakenEvent[];
   r: string;
   p: string;
   s: "w" | "r" | "t" | "c";
@@ -40,13 +57,15 @@ export interface RawWait {
     /** event, timeout, cancel, deliver, token */
     k: "e" | "t" | "c" | "d" | "k";
     at: number;
-    ev?: RawEventRef & { pl?: string };
+    ev?: RawEventRef & { pl?: string; x?: number };
     dl?: number;
     pl?: string;
     /** "f": the resolution is a failure (absent: success) */
     o?: "f";
     /** raw error JSON of a failure */
     er?: string;
+    /** a shaped wait's events (kind e) */
+    evs?: RawTakenEvent[];
   };
   /** hash of the current completion token (formats/completion-token.ts), and when it was issued */
   tk?: string;
@@ -111,7 +130,21 @@ function eventRef(raw: RawEventRef): EventRef {
   return { producer: raw.pr, id: raw.id, acceptedAt: iso(raw.at), streamId: raw.sid };
 }
 
-function resolution(raw: NonNullable<RawWait["res"]>): Resolution {
+/** The event type of match key number `x` of a wait (1 = its own). */
+function typeOf(wait: RawWait, x: number): string {
+  const mk = x === 1 ? wait.mk : (wait.mx?.[x - 2] ?? wait.mk);
+  return decodeParts(mk, 3)[1] ?? "";
+}
+
+function isShaped(wait: RawWait): boolean {
+  return wait.mx !== undefined || wait.n !== undefined || wait.fk !== undefined;
+}
+
+function collected(wait: RawWait, e: RawTakenEvent): CollectedEvent {
+  return { ...eventRef(e), type: typeOf(wait, e.x) };
+}
+
+function resolution(wait: RawWait, raw: NonNullable<RawWait["res"]>): Resolution {
   const out: Resolution = { kind: KINDS[raw.k], at: iso(raw.at) };
   if (raw.ev) out.event = { ...eventRef(raw.ev), payload: parseObject(raw.ev.pl) };
   if (raw.dl !== undefined) out.deadline = iso(raw.dl);
@@ -119,6 +152,26 @@ function resolution(raw: NonNullable<RawWait["res"]>): Resolution {
   const outcome = outcomeOf(raw.k, raw.o);
   if (outcome !== undefined) out.outcome = outcome;
   if (outcome === "failure") out.error = parseObject(raw.er);
+  if (isShaped(wait)) {
+    if (raw.k === "e" && raw.ev) {
+      out.eventType = typeOf(wait, raw.ev.x ?? 1);
+      out.events = (raw.evs ?? []).map((e) => ({ ...collected(wait, e), payload: parseObject(e.pl) }));
+    } else if (raw.k === "t") {
+      out.events = (wait.col ?? []).map((e) => collected(wait, e));
+    }
+  }
+  return out;
+}
+
+/** The fields a shaped wait adds to its API view. */
+function shapeFields(raw: RawWait): Partial<Wait> {
+  if (!isShaped(raw)) return {};
+  const types = [raw.mk, ...(raw.mx ?? [])].map((mk) => decodeParts(mk, 3)[1] ?? "");
+  const out: Partial<Wait> = { eventTypes: types, count: raw.n ?? 1 };
+  if (raw.fk) out.failureTypes = raw.fk.map((mk) => decodeParts(mk, 3)[1] ?? "");
+  // the events taken: collected while waiting (or at a timeout / cancel), all of them once resolved by event
+  const taken = raw.res?.k === "e" ? (raw.res.evs ?? []) : (raw.col ?? []);
+  out.collected = taken.map((e) => collected(raw, e));
   return out;
 }
 
@@ -154,7 +207,7 @@ export function toWait(id: string, raw: RawWait): Wait {
     since: raw.sn === undefined ? null : iso(raw.sn),
     externalJobId: raw.j ?? null,
     metadata: parseObject(raw.m),
-    resolution: raw.res ? resolution(raw.res) : null,
+    resolution: raw.res ? resolution(raw, raw.res) : null,
     consumption: raw.con ? { by: raw.con.by, at: iso(raw.con.at) } : null,
     lateEvents: (raw.late ?? []).map(eventRef),
     history: [registered, ...(raw.h ?? []).map(historyEntry)],
@@ -163,6 +216,7 @@ export function toWait(id: string, raw: RawWait): Wait {
       raw.hb === undefined
         ? null
         : { intervalMs: raw.hb, count: raw.hbn ?? 0, lastAt: raw.hbl === undefined ? null : iso(raw.hbl) },
+    ...shapeFields(raw),
   };
 }
 
@@ -172,10 +226,11 @@ export function waitOf(id: string, raw: unknown): Wait {
 }
 
 /**
- * The definition part of a new wait record, JSON {mk, r, p, j?, m?, tk?, hb?, tc?} (encoded
- * match key, runId, position, external job id, raw metadata JSON, completion token hash,
- * heartbeatMs, the registration's trace context text): registerWait adds the rest. A
- * record with a `tc` is never compact.
+ * The definition part of a new wait record, JSON {mk, r, p, j?, m?, tk?, hb?, mx?, ixs?,
+ * n?, fk?, tc?} (encoded match key, runId, position, external job id, raw metadata JSON,
+ * completion token hash, heartbeatMs; a shaped wait's other match keys, the index keys of
+ * all of them, count, failure match keys; the registration's trace context text):
+ * registerWait adds the rest. A record with a `tc` is never compact.
  */
 export function registrationRecord(r: {
   matchKey: string;
@@ -185,8 +240,19 @@ export function registrationRecord(r: {
   metadata: string | undefined;
   tokenHash?: string | undefined;
   heartbeatMs?: number | undefined;
+  /** a shaped wait: the match keys of its other types, its count, its failure types' match keys */
+  otherMatchKeys?: string[] | undefined;
+  /** with otherMatchKeys: the index keys of all the match keys, the wait's own first */
+  indexKeys?: string[] | undefined;
+  count?: number | undefined;
+  failureMatchKeys?: string[] | undefined;
+  /** the registration's trace context text (formats/trace-context.ts) */
   trace?: string | undefined;
 }): string {
+  const shape =
+    r.otherMatchKeys !== undefined || r.count !== undefined || r.failureMatchKeys !== undefined
+      ? { mx: r.otherMatchKeys, ixs: r.otherMatchKeys ? r.indexKeys : undefined, n: r.count, fk: r.failureMatchKeys }
+      : {};
   return JSON.stringify({
     mk: r.matchKey,
     r: r.runId,
@@ -195,6 +261,7 @@ export function registrationRecord(r: {
     m: r.metadata,
     tk: r.tokenHash,
     hb: r.heartbeatMs,
+    ...shape,
     tc: r.trace || undefined,
   });
 }

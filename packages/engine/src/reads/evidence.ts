@@ -6,17 +6,18 @@ import { iso } from "../formats/iso.js";
 import type { ReaderSource } from "./source.js";
 
 /**
- * Buffered (unmatched) events of the tenant with the wait's type but another
- * correlation id, or its correlation id with another type. Bounded: at most
- * `perPartition` inbox members per partition are read.
+ * Buffered (unmatched) events of the tenant with the wait's type (any of its types)
+ * but another correlation id, or its correlation id with another type. Bounded: at
+ * most `perPartition` inbox members per partition are read.
  */
 export async function nearMisses(
   src: ReaderSource,
   tenant: string,
-  eventType: string,
+  eventType: string | readonly string[],
   correlationId: string,
   perPartition = 200,
 ): Promise<NearMiss[]> {
+  const types: readonly string[] = typeof eventType === "string" ? [eventType] : eventType;
   const [min, max] = inboxTenantRange(tenant);
   const results = await execBatch(
     src.redis,
@@ -30,7 +31,7 @@ export async function nearMisses(
     if (err) throw err;
     for (const member of members as string[]) {
       const m = parseInboxMember(member);
-      const sameType = m.eventType === eventType;
+      const sameType = types.includes(m.eventType);
       const sameCorr = m.correlationId === correlationId;
       if (sameType === sameCorr) continue; // an exact match is not a miss; unrelated is not near
       misses.push({

@@ -113,10 +113,19 @@ function matches(w: Wait, tenant: string, filter: WaitFilter): boolean {
   // index prefixes are digests: a wait under one may belong to another tenant, type, match key or run
   if (w.tenant !== tenant) return false;
   if (filter.state !== undefined && w.state !== filter.state) return false;
-  if (filter.eventType !== undefined && w.eventType !== filter.eventType) return false;
+  if (filter.eventType !== undefined && !(w.eventTypes ?? [w.eventType]).includes(filter.eventType)) return false;
   if (filter.correlationId !== undefined && w.correlationId !== filter.correlationId) return false;
   if (filter.runId !== undefined && w.runId !== filter.runId) return false;
   return true;
+}
+
+/**
+ * An any-of wait is indexed under each of its types: a listing not narrowed to one type
+ * takes it under its first type's member only, so it is listed once.
+ */
+function listedHere(w: Wait, member: string, src: Source, filter: WaitFilter): boolean {
+  if (src.partition === null || filter.eventType !== undefined || (w.eventTypes?.length ?? 1) < 2) return true;
+  return member.startsWith(indexKey(w.tenant, w.eventType, w.correlationId));
 }
 
 /** Stored sizes (HSTRLEN, 0 = gone) of wait records, in one round trip. */
@@ -200,7 +209,7 @@ export async function scanTenant(
     const found = await readWaits(store, ids.slice(0, n));
     for (let i = 0; i < n; i++) {
       const w = found[i];
-      if (w && matches(w, tenant, filter)) {
+      if (w && matches(w, tenant, filter) && listedHere(w, members[i] as string, src, filter)) {
         const size = pageSize(w);
         // the page is full: this wait opens the next one
         if (size > budget.pageBytes && budget.taken) return { s, m: after };

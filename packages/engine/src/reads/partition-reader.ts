@@ -8,6 +8,7 @@
  * a partition key.
  */
 import type { NearMiss } from "@rendezvous/protocol";
+import type { Placement } from "../keys.js";
 import { type PartitionBacklog, partitionBacklog } from "./backlog.js";
 import {
   countWaits,
@@ -19,7 +20,7 @@ import {
 } from "./console-reads.js";
 import { type DeadlineScan, dueByPartition, dueWaits, type ScanOptions, scanDeadlines } from "./deadlines.js";
 import { nearMisses } from "./evidence.js";
-import { ensurePartitionCount, storedPartitionCount, writeReadyProbe } from "./meta.js";
+import { ensurePartitionCount, storedPartitionCount, storedPlacement, writeReadyProbe } from "./meta.js";
 import type { ReaderSource } from "./source.js";
 
 export class PartitionReader {
@@ -40,7 +41,12 @@ export class PartitionReader {
   }
 
   /** Buffered events of the tenant that nearly match (tenant, eventType, correlationId). */
-  nearMisses(tenant: string, eventType: string, correlationId: string, perPartition?: number): Promise<NearMiss[]> {
+  nearMisses(
+    tenant: string,
+    eventType: string | readonly string[],
+    correlationId: string,
+    perPartition?: number,
+  ): Promise<NearMiss[]> {
     return nearMisses(this.#src, tenant, eventType, correlationId, perPartition);
   }
 
@@ -90,6 +96,11 @@ export class PartitionReader {
   /** The stored partition count, or null before the first start. */
   storedPartitionCount(): Promise<number | null> {
     return storedPartitionCount(this.#src);
+  }
+
+  /** The stored placement scheme, or null before the first start. */
+  storedPlacement(): Promise<Placement | null> {
+    return storedPlacement(this.#src);
   }
 
   /** Writes the readiness probe key (`value`, expiring after `ttlMs`): refused when Redis takes no writes. */

@@ -63,7 +63,7 @@ export class IngestSystem {
     const items = events.map((e) => {
       const eventKey = keys.eventKey(tenant, producer, e.id);
       const matchKey = keys.matchKey(tenant, e.type, e.correlationId);
-      const matchPartition = keys.place(matchKey);
+      const matchPartition = keys.matchPartition(tenant, e.type, e.correlationId);
       // The payload is kept in canonical form (sorted keys, as a JSON column of a
       // database would): one serialization serves the content hash and the record.
       const payloadJson = e.payload === undefined ? undefined : (e.canonicalPayload ?? canonicalJson(e.payload));

@@ -7,12 +7,16 @@ import { type HistoryWhat, RendezvousError, type Wait, type WaitSpec } from "@re
 import type { BatchCommand } from "../batch.js";
 import { canonicalJson, digest, encodeParts } from "../encoding.js";
 import type { EngineContext } from "../engine-context.js";
-import { tagPartition, waitIdPrefix } from "../formats/index-members.js";
+import { tagPartition, untagPartition, waitIdPrefix } from "../formats/index-members.js";
 import { type TraceCarrier, traceText } from "../formats/trace-context.js";
 import { parseWaitRecord, type RawWait, registrationRecord, toWait, waitOf } from "../formats/wait-record.js";
 import { annotateWaitCall, annotateWaitResult } from "../transitions/annotateWait.js";
 import { cancelWaitCall, cancelWaitResult } from "../transitions/cancelWait.js";
-import { claimRunPositionCall, claimRunPositionConflict } from "../transitions/claimRunPosition.js";
+import {
+  claimRunPositionCall,
+  claimRunPositionConflict,
+  claimRunPositionTag,
+} from "../transitions/claimRunPosition.js";
 import { type ConsumeResult, consumeWaitCall, consumeWaitResult } from "../transitions/consumeWait.js";
 import { deliverCandidatesCall, deliverCandidatesIds } from "../transitions/deliverCandidates.js";
 import { deliverWaitsCall, deliverWaitsIds } from "../transitions/deliverWaits.js";
@@ -35,6 +39,30 @@ export type AnnotationWhat = Exclude<HistoryWhat, "registered" | "resolved" | "l
 
 function toMs(isoTime: string | undefined): number | undefined {
   return isoTime === undefined ? undefined : Date.parse(isoTime);
+}
+
+/**
+ * A wait's shape (docs/api.md, Wait shapes): its types (`eventType` alone, or
+ * `eventTypes`), count and failure types; what of them enters the definition hash (the
+ * set of types, count > 1, failure types: nothing for a plain wait, so its hash is
+ * unchanged); `shaped` when the record needs the shape fields.
+ */
+export function waitShape(spec: WaitSpec): {
+  types: string[];
+  count: number;
+  failureTypes: string[] | undefined;
+  shaped: boolean;
+  definition: Record<string, unknown>;
+} {
+  const types = spec.eventTypes ?? [spec.eventType as string];
+  const count = spec.count ?? 1;
+  const failureTypes = spec.failureTypes;
+  const shaped = types.length > 1 || count > 1 || failureTypes !== undefined;
+  const definition: Record<string, unknown> = {};
+  if (types.length > 1) definition.eventTypes = [...types].sort();
+  if (count > 1) definition.count = count;
+  if (failureTypes !== undefined) definition.failureTypes = [...failureTypes].sort();
+  return { types, count, failureTypes, shaped, definition };
 }
 
 function tenantPrefix(tenant: string | null): string {
@@ -80,43 +108,78 @@ export class WaitsSystem {
         },
       );
     }
-    const partition = keys.matchPartition(tenant, spec.eventType, spec.correlationId);
-    const waitId = keys.waitId(tenant, spec.runId, spec.position, partition);
+    const shape = waitShape(spec);
+    const eventType = shape.types[0] as string;
+    let partition = keys.matchPartition(tenant, eventType, spec.correlationId);
+    if (shape.types.length > 1 && keys.placement !== "correlation") {
+      // a deployment created before any-of waits: its types' match keys lie in different partitions
+      throw new RendezvousError(
+        "invalid_request",
+        "this deployment places waits by match key: one event type per wait",
+        {
+          issues: [
+            {
+              path: ["eventTypes"],
+              message: "several event types need the placement by correlation id (docs/api.md, Wait shapes)",
+            },
+          ],
+        },
+      );
+    }
+    let waitId = keys.waitId(tenant, spec.runId, spec.position, partition);
+    // (a plain wait's definition is hashed exactly as before shapes existed)
     const defHash = digest(
       canonicalJson({
-        eventType: spec.eventType,
+        // (any-of: the set of types below, whatever their order)
+        eventType: shape.types.length > 1 ? undefined : eventType,
         correlationId: spec.correlationId,
         timeoutMs: spec.timeoutMs,
         deadline: deadlineMs,
         since: sinceMs,
+        ...shape.definition,
         heartbeatMs: spec.heartbeatMs,
       }),
       5,
     );
     const runPosition = keys.runPosition(tenant, spec.runId, spec.position);
     // the member stores the partition only (tagged): with the position digest it names the wait id
-    const claimedTag = claimRunPositionConflict(
-      await this.ctx.run(
-        claimRunPositionCall(keys.partition(keys.runPartition(tenant, spec.runId)), {
-          runPosition,
-          wait: tagPartition(partition),
-          defHash,
-        }),
-      ),
+    const claim = await this.ctx.run(
+      claimRunPositionCall(keys.partition(keys.runPartition(tenant, spec.runId)), {
+        runPosition,
+        wait: tagPartition(partition),
+        defHash,
+      }),
     );
+    const claimedTag = claimRunPositionConflict(claim);
     if (claimedTag !== null) {
       throw new RendezvousError("wait_conflict", undefined, {
         waitId: keys.waitIdOfRunMember(`${runPosition}${claimedTag}`),
       });
     }
+    // the run index names the wait: a run position claimed before lives where it was placed
+    // then (the same partition, unless the placement of its match key changed since)
+    const boundTag = claimRunPositionTag(claim);
+    if (boundTag !== tagPartition(partition)) {
+      partition = untagPartition(boundTag);
+      waitId = keys.waitIdOfRunMember(`${runPosition}${boundTag}`);
+    }
+    const matchKeyOf = (t: string) => keys.matchKey(tenant, t, spec.correlationId);
     // a token asked for is made now; it is shown only if this call creates the wait
     const token = spec.token ? newToken(waitId) : undefined;
     const record = registrationRecord({
-      matchKey: keys.matchKey(tenant, spec.eventType, spec.correlationId),
+      matchKey: matchKeyOf(eventType),
       runId: spec.runId,
       position: spec.position,
       externalJobId: spec.externalJobId,
       metadata,
+      ...(shape.shaped
+        ? {
+            otherMatchKeys: shape.types.length > 1 ? shape.types.slice(1).map(matchKeyOf) : undefined,
+            indexKeys: shape.types.map((t) => keys.indexKey(tenant, t, spec.correlationId)),
+            count: shape.count > 1 ? shape.count : undefined,
+            failureMatchKeys: shape.failureTypes?.map(matchKeyOf),
+          }
+        : {}),
       tokenHash: token?.hash,
       heartbeatMs: spec.heartbeatMs,
       trace: traceText(trace),
@@ -130,13 +193,18 @@ export class WaitsSystem {
         sinceMs,
         retentionMs: config.retentionMs,
         now: this.ctx.now(),
-        indexKey: keys.indexKey(tenant, spec.eventType, spec.correlationId),
+        indexKey: keys.indexKey(tenant, eventType, spec.correlationId),
       }),
     );
     const result = registerWaitResult(waitId, reply);
     if (result.created) {
       // a new waiting wait, or one a buffered event resolved at once (that event is no longer buffered)
-      const delta = result.wait.state === "waiting" ? { waiting: 1 } : { buffered: -1 };
+      // (a shaped wait may take several buffered events: those it collected, or all of its resolution's)
+      const taken = shape.shaped ? (result.wait.collected?.length ?? 0) : result.wait.state === "waiting" ? 0 : 1;
+      const delta = {
+        ...(result.wait.state === "waiting" ? { waiting: 1 } : {}),
+        ...(taken > 0 ? { buffered: -taken } : {}),
+      };
       await this.ctx.noteCounts(new Map([[tenant, delta]]));
     }
     return result.created && token ? { ...result, token: token.value } : result;

@@ -19,3 +19,11 @@ export function claimRunPositionCall(k: PartitionKeys, a: ClaimRunPositionArgs):
 export function claimRunPositionConflict([code, claimedTag]: Reply): string | null {
   return code === Code.CONFLICT ? String(claimedTag) : null;
 }
+
+/**
+ * The partition tag the run position is bound to: the one just claimed, the one claimed
+ * before with the same definition, or (conflict) the other definition's.
+ */
+export function claimRunPositionTag([, tag]: Reply): string {
+  return String(tag);
+}
