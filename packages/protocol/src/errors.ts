@@ -29,6 +29,10 @@ export const errorCatalogue = {
   not_resolved: { status: 409, message: "wait is not resolved yet" },
   /** thrown when a continuation lease is acked or extended after it expired, was acked, or is another tenant's */
   lease_expired: { status: 409, message: "the continuation lease has expired" },
+  /** thrown when the admin creates a tenant or producer whose name is in use */
+  already_exists: { status: 409, message: "already exists" },
+  /** thrown when the admin deletes a tenant that has waiting waits without `force` */
+  tenant_has_waits: { status: 409, message: "the tenant has waiting waits; pass ?force=true to delete it anyway" },
   /** thrown when Redis or a role is not reachable */
   unavailable: { status: 503, message: "service unavailable" },
   /** thrown when a config file or the environment is invalid (startup only, never HTTP) */
