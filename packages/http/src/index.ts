@@ -7,6 +7,7 @@ export {
   ERRORS_4XX_PER_SEC,
 } from "./access-log.js";
 export * from "./admin.js";
+export { type AdminRoutesOptions, adminActorId, adminRoutes } from "./admin-routes.js";
 export * from "./app.js";
 export {
   authenticateHost,
@@ -16,6 +17,8 @@ export {
   computeSignature,
   type HostIdentity,
   indexCredentials,
+  indexView,
+  liveCredentials,
   type ProducerHeaders,
   type ProducerIdentity,
   parseSignatureHeader,

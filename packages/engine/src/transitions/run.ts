@@ -21,6 +21,11 @@ export interface ScriptCall {
   args: ArgValue[];
 }
 
+/** The registry's script names keys of its own (registry/registry-store.ts), not a partition's. */
+export type RegistryScript = "registryCommit";
+/** The scripts over one partition's keys. */
+type PartitionScript = Exclude<ScriptName, RegistryScript>;
+
 type Header<N extends ScriptName> = (typeof luaScripts)[N];
 type ParamName<A extends string> = A extends `...${infer Rest}` ? Rest : A;
 
@@ -41,7 +46,7 @@ interface Plan {
   rest: string | null;
 }
 
-function planOf<N extends ScriptName>(script: N): Plan {
+function planOf<N extends PartitionScript>(script: N): Plan {
   // a KEYS name of a header that is no key of PartitionKeys does not compile here
   const keys: readonly KeyField[] = luaScripts[script].keys;
   const argv: readonly string[] = luaScripts[script].argv;
@@ -50,12 +55,15 @@ function planOf<N extends ScriptName>(script: N): Plan {
   return { keys, params: rest === null ? argv : argv.slice(0, -1), rest };
 }
 
+const REGISTRY_SCRIPTS: readonly ScriptName[] = ["registryCommit"] satisfies RegistryScript[];
 const plans = new Map<ScriptName, Plan>(
-  (Object.keys(luaScripts) as ScriptName[]).map((script) => [script, planOf(script)]),
+  (Object.keys(luaScripts) as ScriptName[])
+    .filter((script): script is PartitionScript => !REGISTRY_SCRIPTS.includes(script))
+    .map((script) => [script, planOf(script)]),
 );
 
 /** A call of `script` on the partition `k`: its KEYS and ARGV in the order of the script header. */
-export function transitionCall<N extends ScriptName>(
+export function transitionCall<N extends PartitionScript>(
   script: N,
   k: PartitionKeys,
   args: NoInfer<ScriptArgs<N>>,

@@ -1,0 +1,134 @@
+/**
+ * The process's current registry view, and the watch that keeps it current: a change is
+ * published on the registry channel (reload at once) and the version is polled as a
+ * fallback (a lost message, a reconnection). Replacing the view also replaces
+ * `config.tenants` and `config.eventTypes`, which the roles read where they need them.
+ */
+import type { Config } from "../config.js";
+import type { Logger } from "../logger.js";
+import type { RedisLike } from "../redis.js";
+import type { RegistryStore } from "./registry-store.js";
+import type { SecretKey } from "./secret-key.js";
+import { configOfView, type RegistryView, viewOfConfig, viewOfRecords } from "./view.js";
+
+export type ViewListener = (view: RegistryView) => void;
+
+export class Directory {
+  #view: RegistryView;
+  readonly #config: Config;
+  readonly #listeners = new Set<ViewListener>();
+
+  /** Starts with the static view of the config's tenants and event types. */
+  constructor(config: Config) {
+    this.#config = config;
+    this.#view = viewOfConfig(config);
+  }
+
+  get view(): RegistryView {
+    return this.#view;
+  }
+
+  /** Calls `fn` with every new view; returns the unsubscribe. */
+  onChange(fn: ViewListener): () => void {
+    this.#listeners.add(fn);
+    return () => this.#listeners.delete(fn);
+  }
+
+  replace(view: RegistryView): void {
+    this.#view = view;
+    const projected = configOfView(view);
+    this.#config.tenants = projected.tenants;
+    this.#config.eventTypes = projected.eventTypes;
+    for (const fn of this.#listeners) fn(view);
+  }
+}
+
+export interface WatchOptions {
+  store: RegistryStore;
+  key: SecretKey;
+  directory: Directory;
+  /** a connection of its own for SUBSCRIBE (closed by the caller's resources) */
+  subscriber: RedisLike;
+  logger: Logger;
+  /** @defaultValue 500 */
+  pollMs?: number;
+}
+
+/** Keeps a Directory at the registry's version until `stop()`. */
+export class RegistryWatch {
+  readonly #o: WatchOptions;
+  #timer: NodeJS.Timeout | undefined;
+  #loading: Promise<void> | undefined;
+  #again = false;
+  #stopped = false;
+
+  constructor(o: WatchOptions) {
+    this.#o = o;
+  }
+
+  /** Loads the registry now, then follows it. */
+  async start(): Promise<void> {
+    await this.#load();
+    const { subscriber, store } = this.#o;
+    subscriber.on("message", (channel: string, message: string) => {
+      if (channel === store.keys.channel && Number(message) > this.#o.directory.view.version) this.refresh();
+    });
+    await subscriber.subscribe(store.keys.channel).catch((err: unknown) => {
+      // the poll still finds every change
+      this.#o.logger.warn({ err: (err as Error).message }, "registry subscribe failed; polling only");
+    });
+    const poll = () => {
+      if (this.#stopped) return;
+      store
+        .version()
+        .then((v) => {
+          if (v !== this.#o.directory.view.version) this.refresh();
+        })
+        .catch(() => {
+          // Redis trouble: the next poll tries again; the current view keeps serving
+        })
+        .finally(() => {
+          if (!this.#stopped) this.#timer = setTimeout(poll, this.#o.pollMs ?? 500);
+        });
+    };
+    this.#timer = setTimeout(poll, this.#o.pollMs ?? 500);
+  }
+
+  /** Reloads (once more after a load in progress, so no change is missed). */
+  refresh(): void {
+    if (this.#loading) {
+      this.#again = true;
+      return;
+    }
+    this.#loading = this.#load()
+      .catch((err: unknown) => {
+        this.#o.logger.warn({ err: (err as Error).message }, "registry reload failed; keeping the current view");
+      })
+      .finally(() => {
+        this.#loading = undefined;
+        if (this.#again && !this.#stopped) {
+          this.#again = false;
+          this.refresh();
+        }
+      });
+  }
+
+  async #load(): Promise<void> {
+    const snap = await this.#o.store.load();
+    if (snap.version === this.#o.directory.view.version && snap.version !== 0) return;
+    const { view, undecryptable } = viewOfRecords(snap.version, snap.records, this.#o.key);
+    if (snap.bad.length > 0)
+      this.#o.logger.error({ fields: snap.bad }, "registry records that do not decode were skipped");
+    if (undecryptable.length > 0) {
+      this.#o.logger.error({ ids: undecryptable }, "registry secrets that do not decrypt with this key were skipped");
+    }
+    this.#o.directory.replace(view);
+    this.#o.logger.debug({ version: view.version }, "registry loaded");
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    await this.#loading;
+  }
+}
