@@ -56,6 +56,13 @@ function serverOptions(cmd: Command): Command {
     .addOption(new Option("--redis-url <url>", "Redis URL; env REDIS_URL"));
 }
 
+/** Where a role finds its development secret key (`DIR/secret.key`) without RENDEZVOUS_SECRET_KEY. */
+function dataDirOption(): Option {
+  return new Option("--data-dir <dir>", "where the development secret key lives (without RENDEZVOUS_SECRET_KEY)").default(
+    ".rendezvous",
+  );
+}
+
 export function buildProgram(): Command {
   const program = new Command("rendezvous")
     .description("Durable waits for external events")
@@ -70,13 +77,13 @@ export function buildProgram(): Command {
       new Option("--data-dir <dir>", "where the embedded Redis and the dev config live").default(".rendezvous"),
     )
     .action((flags: ServeFlags) => run("start", flags));
-  serverOptions(program.command("api").description("the HTTP API alone (producer and host routes)")).action(
-    (flags: ServeFlags) => run("api", flags),
-  );
+  serverOptions(program.command("api").description("the HTTP API alone (producer and host routes)"))
+    .addOption(dataDirOption())
+    .action((flags: ServeFlags) => run("api", flags));
   for (const role of ["matcher", "scheduler", "dispatcher"] as const) {
-    serverOptions(program.command(role).description(`the ${role} role alone`)).action((flags: ServeFlags) =>
-      run(role, flags),
-    );
+    serverOptions(program.command(role).description(`the ${role} role alone`))
+      .addOption(dataDirOption())
+      .action((flags: ServeFlags) => run(role, flags));
   }
   serverOptions(
     program

@@ -4,7 +4,7 @@
  * which drains: stop taking HTTP requests and stream entries, finish in-flight
  * work, exit 0.
  */
-import { resolve } from "node:path";
+import { join, resolve } from "node:path";
 import {
   type Config,
   createLogger,
@@ -12,7 +12,11 @@ import {
   ensurePartitionCount,
   type Logger,
   loadConfigFile,
+  openRegistry,
   parseConfig,
+  RegistryAdmin,
+  type RegistryWatch,
+  SecretKey,
 } from "@rendezvous/engine";
 import { buildApp, defaultPerAddress, defaultPerClient } from "@rendezvous/http";
 import { continuationQueues } from "@rendezvous/protocol";
@@ -101,8 +105,22 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
     commandTimeoutMs: env.RENDEZVOUS_REDIS_COMMAND_TIMEOUT_MS,
   });
   let started: RunningRoles | undefined;
+  let watch: RegistryWatch | undefined;
   try {
     await ensurePartitionCount(res.store);
+    // the registry: seeded from the file on first start, then followed (docs/api.md, Admin)
+    const key = SecretKey.resolve(env.RENDEZVOUS_SECRET_KEY, join(dataDir, "secret.key"));
+    const registry = await openRegistry({
+      redis: res.redis,
+      subscriber: res.connect("registry-subscriber", { blocking: true }),
+      prefix: res.prefix,
+      config,
+      directory: res.directory,
+      key,
+      logger: log,
+      pollMs: env.RENDEZVOUS_REGISTRY_POLL_MS,
+    });
+    watch = registry.watch;
     const workerRoles: WorkerRole[] = kind === "start" ? [...WORKER_ROLES] : kind === "api" ? [] : [kind];
     const roles = await startRoles(res, workerRoles);
     started = roles;
@@ -118,6 +136,7 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
       queueNames: [TIMEOUT_QUEUE, WEBHOOK_QUEUE, ...continuationQueues(config.tenants)],
       accessLog: env.RENDEZVOUS_ACCESS_LOG,
       processMetrics: true,
+      registry: serveApi ? new RegistryAdmin(registry.store, key) : undefined,
       limits: {
         maxConnections: env.RENDEZVOUS_MAX_CONNECTIONS,
         maxConnectionsPerAddress:
@@ -151,6 +170,7 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
           log.info({ signal }, "draining");
           await app.close(); // no new requests; in-flight ones finish
           await roles.stop();
+          await watch?.stop();
           if (planner && planner !== roles.scheduler?.planner) await planner.close();
           await res.close();
           await cleanUp();
@@ -161,6 +181,7 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
     };
   } catch (err) {
     await started?.stop();
+    await watch?.stop();
     await res.close();
     await cleanUp();
     throw listenRefusal(err, host, port);
