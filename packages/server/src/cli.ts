@@ -5,6 +5,7 @@
 import { createLogger, type Logger, loadConfigFile, parseConfig, RedisServerMissing } from "@rendezvous/engine";
 import { isRendezvousError } from "@rendezvous/protocol";
 import { Command, Option } from "commander";
+import { addAdminCommands } from "./admin-cli.js";
 import { doctorTarget, runDoctor } from "./doctor.js";
 import { parseEnv } from "./env.js";
 import { addOperatorCommands } from "./operator.js";
@@ -58,9 +59,10 @@ function serverOptions(cmd: Command): Command {
 
 /** Where a role finds its development secret key (`DIR/secret.key`) without RENDEZVOUS_SECRET_KEY. */
 function dataDirOption(): Option {
-  return new Option("--data-dir <dir>", "where the development secret key lives (without RENDEZVOUS_SECRET_KEY)").default(
-    ".rendezvous",
-  );
+  return new Option(
+    "--data-dir <dir>",
+    "where the development secret key lives (without RENDEZVOUS_SECRET_KEY)",
+  ).default(".rendezvous");
 }
 
 export function buildProgram(): Command {
@@ -122,6 +124,7 @@ export function buildProgram(): Command {
       }
     });
   addOperatorCommands(program);
+  addAdminCommands(program);
   return program;
 }
 
