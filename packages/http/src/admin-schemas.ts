@@ -4,9 +4,10 @@
  * carries a hash, a ciphertext or a secret: a generated key or secret appears only in
  * the answer that creates it (`key`, `secret`, `value`).
  */
+import { hash } from "node:crypto";
 import type { CredentialRecord, EventTypeRecord, ProducerRecord, RegistrySnapshot } from "@rendezvous/engine";
 import { Limits } from "@rendezvous/engine";
-import { ContinuationGroups, EventType, EventTypePattern, Name } from "@rendezvous/protocol";
+import { ContinuationGroups, EventType, EventTypePattern, errorResponses, Name } from "@rendezvous/protocol";
 import { z } from "zod";
 
 const Time = z.string().meta({ description: "ISO-8601 UTC with milliseconds" });
@@ -233,4 +234,24 @@ export function presentEventType(type: string, e: EventTypeRecord) {
       retentionMs: v.retentionMs ?? null,
     })),
   };
+}
+
+/** `adm_<first 12 hex digits of sha256(token)>`: names the admin credential in the audit trail. */
+export function adminActorId(token: string): string {
+  return `adm_${hash("sha256", token, "hex").slice(0, 12)}`;
+}
+
+/** The audit actor of a request the admin hook let through. */
+export function actorOf(request: { headers: Record<string, string | string[] | undefined> }): string {
+  const header = request.headers.authorization;
+  const token = typeof header === "string" ? (/^Bearer +(\S+) *$/i.exec(header)?.[1] ?? "") : "";
+  return adminActorId(token);
+}
+
+/** What every admin route may answer besides its own. */
+export const ADMIN_ERRORS = errorResponses(400, 401, 404, 503);
+
+/** The OpenAPI fields every admin route shares. */
+export function adminRoute(operationId: string, summary: string) {
+  return { operationId, tags: ["admin"], summary, security: [{ adminToken: [] }] };
 }

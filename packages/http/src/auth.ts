@@ -156,14 +156,19 @@ export function bearerToken(authorization: string | string[] | undefined): strin
   return m ? m[1] : undefined;
 }
 
-/** The key among `keys` (unexpired) whose digest is sha256(token); always compares against all of them. */
+/**
+ * The key among `keys` whose digest is sha256(token) and that has not expired; compares
+ * against every key (a dummy when there is none), so the time says nothing of which matched.
+ */
 function matchingKey(token: string, keys: readonly KeyEntry[], nowMs: number): KeyEntry | undefined {
   const presented = sha256(token);
-  const valid = keys.filter((k) => live(k.expiresAt, nowMs));
+  if (keys.length === 0) {
+    timingSafeEqual(presented, DUMMY_DIGEST);
+    return undefined;
+  }
   let found: KeyEntry | undefined;
-  if (valid.length === 0) timingSafeEqual(presented, DUMMY_DIGEST);
-  for (const k of valid) {
-    if (timingSafeEqual(presented, k.digest)) found = k;
+  for (const k of keys) {
+    if (timingSafeEqual(presented, k.digest) && live(k.expiresAt, nowMs)) found = k;
   }
   return found;
 }
@@ -255,7 +260,9 @@ export function authenticateProducerHeaders(
     ok = key !== undefined;
   }
   const parsed = header === undefined ? null : parseSignatureHeader(header);
-  const secrets = entry?.secrets.filter((s) => live(s.expiresAt, nowMs)) ?? [];
+  const all = entry?.secrets ?? [];
+  // (a copy only when one of them has an end: most never do)
+  const secrets = all.some((s) => s.expiresAt !== null) ? all.filter((s) => live(s.expiresAt, nowMs)) : all;
   if (header !== undefined) {
     const fresh = parsed !== null && Math.abs(nowMs / 1000 - parsed.t) <= SIGNATURE_TOLERANCE_SEC;
     ok = fresh && secrets.length > 0 && ok;

@@ -7,7 +7,9 @@ export {
   ERRORS_4XX_PER_SEC,
 } from "./access-log.js";
 export * from "./admin.js";
-export { type AdminRoutesOptions, adminActorId, adminRoutes } from "./admin-routes.js";
+export { adminProducerRoutes } from "./admin-producer-routes.js";
+export { type AdminRoutesOptions, adminRoutes } from "./admin-routes.js";
+export { adminActorId } from "./admin-schemas.js";
 export * from "./app.js";
 export {
   authenticateHost,

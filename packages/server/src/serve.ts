@@ -7,6 +7,7 @@
 import { join, resolve } from "node:path";
 import {
   type Config,
+  type ConfigInput,
   createLogger,
   createResources,
   ensurePartitionCount,
@@ -97,6 +98,8 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
     throw err;
   }
 
+  // what the dev config's description prints: the file as read (the registry replaces config.tenants)
+  const asRead: unknown = created ? JSON.parse(JSON.stringify(config)) : undefined;
   const res = createResources({
     redisUrl,
     config,
@@ -159,7 +162,7 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
     );
     if (created) {
       const redis = embedded && { url: embedded.url, file: embedded.urlFile };
-      process.stdout.write(describeDevConfig(created.path, JSON.parse(JSON.stringify(config)), url, redis));
+      process.stdout.write(describeDevConfig(created.path, asRead as ConfigInput, url, redis));
     }
 
     let stopping: Promise<void> | undefined;

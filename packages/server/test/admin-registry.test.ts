@@ -322,7 +322,7 @@ async function dumpEverything(redis: RedisLike, prefix: string): Promise<Map<str
       else if (type === "hash") value = await redis.hgetall(key);
       else if (type === "list") value = await redis.lrange(key, 0, -1);
       else if (type === "set") value = await redis.smembers(key);
-      else if (type === "zset") value = await redis.zrange(key, 0, -1, "WITHSCORES");
+      else if (type === "zset") value = await redis.zrange(key, "0", "-1", "WITHSCORES");
       else if (type === "stream") value = await redis.xrange(key, "-", "+");
       else value = `(${type})`;
       out.set(key, Buffer.isBuffer(value) ? value.toString("latin1") : JSON.stringify(value));
