@@ -4,7 +4,8 @@
  * producer changes and secret rotation, tenant deletion with `force`, last-use marks,
  * and answers that never carry a secret.
  */
-import { randomBytes } from "node:crypto";
+import { createHmac, randomBytes } from "node:crypto";
+import { createServer } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   bearer,
@@ -186,5 +187,47 @@ describe("admin routes", () => {
     expect(audit.nextBefore).toEqual(expect.any(String));
     const older = await admin.get(`/v1/admin/audit?limit=2&before=${audit.nextBefore}`);
     expect(older.body.entries[0].id < audit.entries[1].id).toBe(true);
+  });
+
+  it("a webhook set at run time gets the tenant's continuations, signed with its secret (started with no webhook at all)", async () => {
+    const got: Array<{ body: string; signature: string }> = [];
+    const hook = createServer((req, res) => {
+      let body = "";
+      req.on("data", (d: Buffer) => {
+        body += d.toString();
+      });
+      req.on("end", () => {
+        got.push({ body, signature: String(req.headers["rendezvous-signature"]) });
+        res.end("ok");
+      });
+    });
+    await new Promise<void>((r) => hook.listen(0, "127.0.0.1", () => r()));
+    try {
+      const port = (hook.address() as { port: number }).port;
+      const secret = `whk_${randomBytes(8).toString("hex")}`;
+      const name = `hooked-${run}`;
+      const made = await admin.post("/v1/admin/tenants", {
+        name,
+        webhook: { url: `http://127.0.0.1:${port}/h`, secret },
+      });
+      expect(made.status, made.text).toBe(201);
+      const key = (await admin.post(`/v1/admin/tenants/${name}/host-keys`, {})).body.key as string;
+      const host = client(server.url, bearer(key));
+      let waitId = "";
+      await soon(async () => {
+        const r = await host.post("/v1/waits", { runId: "r", position: "p", eventType: "a.b", correlationId: "c" });
+        waitId = r.body?.wait?.id ?? "";
+        return r.status === 201;
+      });
+      expect((await host.post("/v1/deliver", { eventType: "a.b", correlationId: "c" })).body.delivered).toEqual([
+        waitId,
+      ]);
+      const delivery = await until(async () => got[0], 10_000);
+      expect(JSON.parse(delivery.body).wait.id).toBe(waitId);
+      const [, t, v1] = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(delivery.signature) ?? [];
+      expect(v1).toBe(createHmac("sha256", secret).update(`${t}.${delivery.body}`).digest("hex"));
+    } finally {
+      await new Promise((r) => hook.close(r));
+    }
   });
 });
