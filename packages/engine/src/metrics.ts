@@ -2,7 +2,7 @@
  * The Prometheus metrics every role shares (prom-client). One set per registry;
  * roles increment them, the server exposes the registry at /metrics.
  */
-import { Counter, Histogram, Registry } from "prom-client";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
 
 export interface Metrics {
   readonly registry: Registry;
@@ -22,6 +22,10 @@ export interface Metrics {
   readonly timeoutLateness: Histogram<"tenant">;
   /** continuations handed to a queue or webhook, by channel */
   readonly continuationsDispatched: Counter<"channel">;
+  /** the registry version this process serves (0 before it has read one) */
+  readonly registryVersion: Gauge;
+  /** registry reloads, by result (ok, failed) */
+  readonly registryReloads: Counter<"result">;
 }
 
 /**
@@ -76,6 +80,17 @@ export function createMetrics(registry: Registry = new Registry()): Metrics {
       name: "rendezvous_continuations_dispatched_total",
       help: "Continuations handed out, by channel (queue, webhook)",
       labelNames: ["channel"],
+      ...on,
+    }),
+    registryVersion: new Gauge({
+      name: "rendezvous_registry_version",
+      help: "The registry version this process serves",
+      ...on,
+    }),
+    registryReloads: new Counter({
+      name: "rendezvous_registry_reloads_total",
+      help: "Registry reloads, by result (ok, failed)",
+      labelNames: ["result"],
       ...on,
     }),
   };

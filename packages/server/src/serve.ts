@@ -121,6 +121,7 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
       directory: res.directory,
       key,
       logger: log,
+      metrics: res.metrics,
       pollMs: env.RENDEZVOUS_REGISTRY_POLL_MS,
     });
     watch = registry.watch;

@@ -288,6 +288,22 @@ describe("the registry across processes", () => {
     expect(e.status, e.text).toBe(202);
   }, 40_000);
 
+  it("every process serves the registry's version (rendezvous_registry_version on /metrics)", async () => {
+    const version = (await admin.get("/v1/admin/registry")).body.version as number;
+    expect(version).toBeGreaterThan(5);
+    const urls = [
+      api1.url,
+      api2Url,
+      ...(await Promise.all(roles.map(async (r) => (await r.waitFor(LISTENING))[1] as string))),
+    ];
+    for (const url of urls) {
+      await until(async () => {
+        const m = await request(url, "GET", "/metrics");
+        return new RegExp(`^rendezvous_registry_version ${version}$`, "m").test(m.text) || undefined;
+      }, 1000);
+    }
+  });
+
   it("the audit trail names every change and the admin credential's id, never the token", async () => {
     const a = await admin.get("/v1/admin/audit?limit=500");
     expect(a.status, a.text).toBe(200);

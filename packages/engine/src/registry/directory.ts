@@ -6,6 +6,7 @@
  */
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
+import type { Metrics } from "../metrics.js";
 import type { RedisLike } from "../redis.js";
 import type { RegistryStore } from "./registry-store.js";
 import type { SecretKey } from "./secret-key.js";
@@ -50,6 +51,8 @@ export interface WatchOptions {
   /** a connection of its own for SUBSCRIBE (closed by the caller's resources) */
   subscriber: RedisLike;
   logger: Logger;
+  /** the version served and the reloads @defaultValue none */
+  metrics?: Metrics;
   /** @defaultValue 500 */
   pollMs?: number;
 }
@@ -102,6 +105,7 @@ export class RegistryWatch {
     }
     this.#loading = this.#load()
       .catch((err: unknown) => {
+        this.#o.metrics?.registryReloads.inc({ result: "failed" });
         this.#o.logger.warn({ err: (err as Error).message }, "registry reload failed; keeping the current view");
       })
       .finally(() => {
@@ -123,6 +127,8 @@ export class RegistryWatch {
       this.#o.logger.error({ ids: undecryptable }, "registry secrets that do not decrypt with this key were skipped");
     }
     this.#o.directory.replace(view);
+    this.#o.metrics?.registryReloads.inc({ result: "ok" });
+    this.#o.metrics?.registryVersion.set(view.version);
     this.#o.logger.debug({ version: view.version }, "registry loaded");
   }
 

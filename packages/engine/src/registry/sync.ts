@@ -5,6 +5,7 @@
 import { RendezvousError } from "@rendezvous/protocol";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
+import type { Metrics } from "../metrics.js";
 import type { RedisLike } from "../redis.js";
 import type { Directory } from "./directory.js";
 import { RegistryWatch } from "./directory.js";
@@ -21,6 +22,7 @@ export interface OpenRegistryOptions {
   directory: Directory;
   key: SecretKey;
   logger: Logger;
+  metrics?: Metrics;
   /** @defaultValue 500 */
   pollMs?: number;
 }
@@ -61,6 +63,7 @@ export async function openRegistry(o: OpenRegistryOptions): Promise<{ store: Reg
     directory: o.directory,
     subscriber: o.subscriber,
     logger: o.logger.child({ system: "registry" }),
+    metrics: o.metrics,
     pollMs: o.pollMs,
   });
   await watch.start();
