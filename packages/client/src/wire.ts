@@ -156,6 +156,8 @@ export type ErrorCode =
   | "not_waiting"
   | "not_resolved"
   | "lease_expired"
+  | "already_exists"
+  | "tenant_has_waits"
   | "unavailable"
   | "invalid_config"
   | "internal";

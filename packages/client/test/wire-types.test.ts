@@ -50,6 +50,8 @@ describe("wire types", () => {
       not_waiting: true,
       not_resolved: true,
       lease_expired: true,
+      already_exists: true,
+      tenant_has_waits: true,
       unavailable: true,
       invalid_config: true,
       internal: true,
