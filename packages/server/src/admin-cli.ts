@@ -14,6 +14,7 @@ import {
   RegistryStore,
   SecretKey,
 } from "@rendezvous/engine";
+import { EventValidator } from "@rendezvous/http";
 import { type Command, Option } from "commander";
 import { parseEnv } from "./env.js";
 
@@ -27,6 +28,8 @@ interface ApplyFlags {
 export async function applyConfig(file: string, flags: ApplyFlags): Promise<string[]> {
   const env = parseEnv();
   const config = loadConfigFile(file);
+  // its payload schemas must compile, as at startup (names the type that does not)
+  new EventValidator(config);
   const dir = resolve(flags.dataDir);
   const urlFile = join(dir, "redis.url");
   const url =

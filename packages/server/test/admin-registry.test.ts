@@ -386,6 +386,13 @@ describe("rendezvous admin apply", () => {
       return p.output().trim().split("\n");
     };
     const before = (await admin.get("/v1/admin/registry")).body.version as number;
+    // a bad file: exit 1 naming the field, nothing written
+    const badFile = join(api1.dir, "bad.json");
+    writeFileSync(badFile, JSON.stringify({ ...next, eventTypes: { "x.y": { payloadSchema: { type: "nope" } } } }));
+    const bad = spawnCli(["admin", "apply", badFile, "--redis-url", redisUrl()], env());
+    expect((await bad.exited).code).toBe(1);
+    expect(bad.errors()).toMatch(/^rendezvous: .*eventTypes\.x\.y\.payloadSchema/m);
+    expect((await admin.get("/v1/admin/registry")).body.version).toBe(before);
     const dry = await applyCli("--dry-run");
     // the API-made tenant goes, the seeded host key revoked through the API comes back, the rest as edited
     expect(dry).toEqual(

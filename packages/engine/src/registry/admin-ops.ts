@@ -90,6 +90,8 @@ export class RegistryAdmin {
     for (let attempt = 0; attempt < 8; attempt++) {
       const snap = await this.store.load();
       const m = change(snap, this.#now());
+      // nothing to write (the same definition again): no new version, no audit entry
+      if (m.ops.length === 0) return { ...m.result, version: snap.version };
       const done = await this.store.commit(snap.version, m.ops, [{ actor, action: m.action, target: m.target }]);
       if (done.ok) return { ...m.result, version: done.version };
     }
