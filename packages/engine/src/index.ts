@@ -107,6 +107,7 @@ export {
   type TenantInput,
   type TenantPatch,
   type TenantView,
+  type ViewChange,
   type ViewListener,
   viewOfConfig,
   viewOfRecords,

@@ -10,7 +10,14 @@
  * digests); the index is built once per registry view (a Directory change).
  */
 import { createHmac, hash, timingSafeEqual } from "node:crypto";
-import { type Config, type Directory, type ProducerView, type RegistryView, viewOfConfig } from "@rendezvous/engine";
+import {
+  type Config,
+  type Directory,
+  type ProducerView,
+  type RegistryView,
+  type TenantView,
+  viewOfConfig,
+} from "@rendezvous/engine";
 import { RendezvousError, typeMatcher } from "@rendezvous/protocol";
 
 /** Largest allowed distance between a signature's `t` and the server clock. */
@@ -93,6 +100,15 @@ function producerEntry(p: ProducerView): ProducerEntry {
   };
 }
 
+/** Adds a tenant's credentials to the maps: none when it (or a producer) is disabled. */
+function indexTenant(t: TenantView, producers: Map<string, ProducerEntry>, hostKeys: Map<string, HostKeyEntry>): void {
+  if (t.disabled) return;
+  for (const [producer, p] of t.producers) {
+    if (!p.disabled) producers.set(`${t.name}/${producer}`, producerEntry(p));
+  }
+  for (const k of t.hostKeys) hostKeys.set(k.hash, { tenant: t.name, id: k.id, expiresAt: k.expiresAt });
+}
+
 /** Indexes the credentials of a registry view: a disabled tenant or producer has none. */
 export function indexView(
   view: RegistryView,
@@ -101,17 +117,7 @@ export function indexView(
 ): CredentialIndex {
   const producers = new Map<string, ProducerEntry>();
   const hostKeys = new Map<string, HostKeyEntry>();
-  for (const [tenant, t] of view.tenants) {
-    if (t.disabled) continue;
-    for (const [producer, p] of t.producers) {
-      if (!p.disabled) producers.set(`${tenant}/${producer}`, producerEntry(p));
-    }
-  }
-  for (const k of view.hostKeys) {
-    if (view.tenants.get(k.tenant)?.disabled === false) {
-      hostKeys.set(k.hash, { tenant: k.tenant, id: k.id, expiresAt: k.expiresAt });
-    }
-  }
+  for (const t of view.tenants.values()) indexTenant(t, producers, hostKeys);
   return { producers, hostKeys, adminDigest: adminToken ? sha256(adminToken) : null, used };
 }
 
@@ -120,15 +126,32 @@ export function indexCredentials(config: Pick<Config, "tenants" | "eventTypes" |
   return indexView(viewOfConfig(config), config.adminToken);
 }
 
-/** The credentials of a Directory, re-indexed whenever its view changes. */
+/**
+ * The credentials of a Directory, kept current with it: a change that names its tenants
+ * re-indexes those only (copies of the maps, the others' entries kept).
+ */
 export function liveCredentials(
   directory: Directory,
   adminToken: string | undefined,
   used?: (keyId: string) => void,
 ): CredentialIndex {
   let current = indexView(directory.view, adminToken, used);
-  directory.onChange((view) => {
-    current = indexView(view, adminToken, used);
+  let held = directory.view;
+  directory.onChange((view, change) => {
+    if (change === null) current = indexView(view, adminToken, used);
+    else if (change.tenants.size > 0) {
+      const producers = new Map(current.producers);
+      const hostKeys = new Map(current.hostKeys);
+      for (const name of change.tenants) {
+        const before = held.tenants.get(name);
+        for (const id of before?.producers.keys() ?? []) producers.delete(`${name}/${id}`);
+        for (const k of before?.hostKeys ?? []) hostKeys.delete(k.hash);
+        const after = view.tenants.get(name);
+        if (after) indexTenant(after, producers, hostKeys);
+      }
+      current = { producers, hostKeys, adminDigest: current.adminDigest, used };
+    }
+    held = view;
   });
   return {
     get producers() {

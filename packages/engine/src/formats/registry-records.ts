@@ -97,6 +97,39 @@ export function recordField(kind: RecordKind, name: string): string {
   return `${kind}:${name}`;
 }
 
+/** One stored record, by its field; null when it does not decode. */
+export type DecodedRecord =
+  | { kind: "t"; name: string; record: TenantRecord }
+  | { kind: "p"; name: string; record: ProducerRecord }
+  | { kind: "h"; name: string; record: HostKeyRecord }
+  | { kind: "e"; name: string; record: EventTypeRecord };
+
+const SCHEMAS = { t: TenantRecord, p: ProducerRecord, h: HostKeyRecord, e: EventTypeRecord } as const;
+
+export function decodeRecord(field: string, raw: string): DecodedRecord | null {
+  const kind = field.slice(0, 1);
+  if (field.charAt(1) !== ":" || !Object.hasOwn(SCHEMAS, kind)) return null;
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch {
+    return null;
+  }
+  const parsed = SCHEMAS[kind as RecordKind].safeParse(json);
+  return parsed.success ? ({ kind, name: field.slice(2), record: parsed.data } as DecodedRecord) : null;
+}
+
+/** The map of a kind in a record set. */
+export function recordsOf(records: RegistryRecords, kind: RecordKind): Map<string, unknown> {
+  return kind === "t"
+    ? records.tenants
+    : kind === "p"
+      ? records.producers
+      : kind === "h"
+        ? records.hostKeys
+        : records.eventTypes;
+}
+
 /**
  * Decodes the registry hash (HGETALL). A field that does not decode is skipped and
  * named in `bad` (the caller logs it): one broken record does not stop a process.
@@ -105,33 +138,9 @@ export function decodeRecords(hash: Record<string, string>): { records: Registry
   const records = emptyRecords();
   const bad: string[] = [];
   for (const [field, raw] of Object.entries(hash)) {
-    const kind = field.slice(0, 2);
-    const name = field.slice(2);
-    let json: unknown;
-    try {
-      json = JSON.parse(raw);
-    } catch {
-      bad.push(field);
-      continue;
-    }
-    const parsed =
-      kind === "t:"
-        ? TenantRecord.safeParse(json)
-        : kind === "p:"
-          ? ProducerRecord.safeParse(json)
-          : kind === "h:"
-            ? HostKeyRecord.safeParse(json)
-            : kind === "e:"
-              ? EventTypeRecord.safeParse(json)
-              : null;
-    if (!parsed?.success) {
-      bad.push(field);
-      continue;
-    }
-    if (kind === "t:") records.tenants.set(name, parsed.data as TenantRecord);
-    else if (kind === "p:") records.producers.set(name, parsed.data as ProducerRecord);
-    else if (kind === "h:") records.hostKeys.set(name, parsed.data as HostKeyRecord);
-    else records.eventTypes.set(name, parsed.data as EventTypeRecord);
+    const d = decodeRecord(field, raw);
+    if (d === null) bad.push(field);
+    else recordsOf(records, d.kind).set(d.name, d.record);
   }
   return { records, bad };
 }

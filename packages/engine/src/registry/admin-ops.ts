@@ -19,7 +19,6 @@ import type {
 import type { RegistryOp, RegistrySnapshot, RegistryStore } from "./registry-store.js";
 import { keyHash, type SecretKey } from "./secret-key.js";
 import { nextEventTypeVersion } from "./seed.js";
-import { configOfView, viewOfRecords } from "./view.js";
 
 /** What one operation writes and answers. */
 interface Mutation<T> {
@@ -107,9 +106,9 @@ export class RegistryAdmin {
 
   /** Refuses continuation groups whose queues would collide once `tenant` has `groups`. */
   #checkGroups(records: RegistryRecords, tenant: string, groups: ContinuationGroups | undefined): void {
-    const { view } = viewOfRecords(0, records, this.#key);
-    const tenants = configOfView(view).tenants;
-    tenants[tenant] = { hostKeys: [], producers: {}, ...(groups ? { continuationGroups: groups } : {}) };
+    const tenants: Record<string, { continuationGroups?: ContinuationGroups }> = {};
+    for (const [name, t] of records.tenants) tenants[name] = t.groups ? { continuationGroups: t.groups } : {};
+    tenants[tenant] = groups ? { continuationGroups: groups } : {};
     try {
       continuationQueues(tenants);
     } catch (err) {

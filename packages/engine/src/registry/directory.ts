@@ -10,9 +10,20 @@ import type { Metrics } from "../metrics.js";
 import type { RedisLike } from "../redis.js";
 import type { RegistryStore } from "./registry-store.js";
 import type { SecretKey } from "./secret-key.js";
-import { configOfView, type RegistryView, viewOfConfig, viewOfRecords } from "./view.js";
+import {
+  configEventTypes,
+  configOfTenant,
+  configOfView,
+  patchView,
+  RecordSet,
+  type RegistryView,
+  type ViewChange,
+  viewOfConfig,
+  viewOfSet,
+} from "./view.js";
 
-export type ViewListener = (view: RegistryView) => void;
+/** Told each new view, and what changed from the previous one (null: anything may have). */
+export type ViewListener = (view: RegistryView, change: ViewChange | null) => void;
 
 export class Directory {
   #view: RegistryView;
@@ -35,12 +46,25 @@ export class Directory {
     return () => this.#listeners.delete(fn);
   }
 
-  replace(view: RegistryView): void {
+  /** The new view; with `change`, only what it names is projected again. */
+  replace(view: RegistryView, change: ViewChange | null = null): void {
     this.#view = view;
-    const projected = configOfView(view);
-    this.#config.tenants = projected.tenants;
-    this.#config.eventTypes = projected.eventTypes;
-    for (const fn of this.#listeners) fn(view);
+    if (change === null) {
+      const projected = configOfView(view);
+      this.#config.tenants = projected.tenants;
+      this.#config.eventTypes = projected.eventTypes;
+    } else {
+      // a copy, not an edit: a reader in the middle of walking the old object keeps it whole
+      const tenants = { ...this.#config.tenants };
+      for (const name of change.tenants) {
+        const t = view.tenants.get(name);
+        if (t) tenants[name] = configOfTenant(t);
+        else delete tenants[name];
+      }
+      this.#config.tenants = tenants;
+      if (change.eventTypes.size > 0) this.#config.eventTypes = configEventTypes(view);
+    }
+    for (const fn of this.#listeners) fn(view, change);
   }
 }
 
@@ -60,6 +84,8 @@ export interface WatchOptions {
 /** Keeps a Directory at the registry's version until `stop()`. */
 export class RegistryWatch {
   readonly #o: WatchOptions;
+  /** the records the current view was built from (null before the first load) */
+  #set: RecordSet | null = null;
   #timer: NodeJS.Timeout | undefined;
   #loading: Promise<void> | undefined;
   #again = false;
@@ -118,18 +144,43 @@ export class RegistryWatch {
   }
 
   async #load(): Promise<void> {
-    const snap = await this.#o.store.load();
-    if (snap.version === this.#o.directory.view.version && snap.version !== 0) return;
-    const { view, undecryptable } = viewOfRecords(snap.version, snap.records, this.#o.key);
-    if (snap.bad.length > 0)
-      this.#o.logger.error({ fields: snap.bad }, "registry records that do not decode were skipped");
+    const { store, key, directory, logger } = this.#o;
+    const held = directory.view;
+    if (this.#set !== null) {
+      // what changed since the held version, when the changelog reaches back to it
+      const delta = await store.changes(held.version);
+      if (delta !== null) {
+        if (delta.version === held.version) return;
+        const touched = { tenants: new Set<string>(), eventTypes: new Set<string>() };
+        const bad: string[] = [];
+        for (const [field, raw] of delta.fields) this.#set.apply(field, raw, touched, bad);
+        const { view, undecryptable } = patchView(held, delta.version, this.#set, key, touched);
+        this.#report(bad, undecryptable);
+        directory.replace(view, touched);
+        this.#loaded(view.version);
+        return;
+      }
+    }
+    const snap = await store.load();
+    if (snap.version === held.version && this.#set !== null) return;
+    this.#set = new RecordSet(snap.records);
+    const { view, undecryptable } = viewOfSet(snap.version, this.#set, key);
+    this.#report(snap.bad, undecryptable);
+    directory.replace(view);
+    this.#loaded(view.version);
+    logger.debug({ version: view.version }, "registry loaded whole");
+  }
+
+  #report(bad: string[], undecryptable: string[]): void {
+    if (bad.length > 0) this.#o.logger.error({ fields: bad }, "registry records that do not decode were skipped");
     if (undecryptable.length > 0) {
       this.#o.logger.error({ ids: undecryptable }, "registry secrets that do not decrypt with this key were skipped");
     }
-    this.#o.directory.replace(view);
+  }
+
+  #loaded(version: number): void {
     this.#o.metrics?.registryReloads.inc({ result: "ok" });
-    this.#o.metrics?.registryVersion.set(view.version);
-    this.#o.logger.debug({ version: view.version }, "registry loaded");
+    this.#o.metrics?.registryVersion.set(version);
   }
 
   async stop(): Promise<void> {

@@ -22,9 +22,13 @@ export {
   type HostKeyView,
   type KeyView,
   type ProducerView,
+  patchView,
+  RecordSet,
   type RegistryView,
   type SecretView,
   type TenantView,
+  type ViewChange,
   viewOfConfig,
   viewOfRecords,
+  viewOfSet,
 } from "./view.js";

@@ -21,6 +21,8 @@ export interface RegistryKeys {
   readonly seed: string;
   /** stream of audit entries */
   readonly audit: string;
+  /** stream "<version>-1" → the record fields that version changed (registryChanges reads it) */
+  readonly changelog: string;
   /** hash key id → last use (ms) */
   readonly lastUsed: string;
   /** pub/sub channel of the new versions */
@@ -35,6 +37,7 @@ export function registryKeys(prefix: string): RegistryKeys {
     records: `${tag}:r`,
     seed: `${tag}:s`,
     audit: `${tag}:a`,
+    changelog: `${tag}:c`,
     lastUsed: `${tag}:u`,
     channel: `${prefix}:reg:changed`,
   };
@@ -124,6 +127,7 @@ export class RegistryStore {
       records: k.records,
       seed: k.seed,
       audit: k.audit,
+      changelog: k.changelog,
     };
     const [code, version] = (await runScript(this.#redis, {
       script: "registryCommit",
@@ -131,6 +135,26 @@ export class RegistryStore {
       args,
     })) as [number, number];
     return { ok: code === Code.OK, version: Number(version) };
+  }
+
+  /**
+   * The record fields changed since `since` with their current values ("" deleted) and the
+   * version they are at, or null when the changelog does not reach back (reload whole).
+   */
+  async changes(since: number, maxFields = 2000): Promise<{ version: number; fields: Array<[string, string]> } | null> {
+    const header = luaScripts.registryChanges.keys;
+    const k = this.keys;
+    const named: Record<(typeof header)[number], string> = { meta: k.meta, records: k.records, changelog: k.changelog };
+    const reply = (await runScript(this.#redis, {
+      script: "registryChanges",
+      keys: header.map((n) => named[n]),
+      args: [String(since), String(maxFields)],
+    })) as [number, number, ...string[]];
+    const [version, complete, ...rest] = reply;
+    if (complete !== 1) return null;
+    const fields: Array<[string, string]> = [];
+    for (let i = 0; i + 1 < rest.length; i += 2) fields.push([rest[i] as string, rest[i + 1] as string]);
+    return { version: Number(version), fields };
   }
 
   /** The key check stored beside the registry, set by the first process (HSETNX). */

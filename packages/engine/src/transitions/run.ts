@@ -21,8 +21,8 @@ export interface ScriptCall {
   args: ArgValue[];
 }
 
-/** The registry's script names keys of its own (registry/registry-store.ts), not a partition's. */
-export type RegistryScript = "registryCommit";
+/** The registry's scripts name keys of their own (registry/registry-store.ts), not a partition's. */
+export type RegistryScript = "registryCommit" | "registryChanges";
 /** The scripts over one partition's keys. */
 type PartitionScript = Exclude<ScriptName, RegistryScript>;
 
@@ -55,7 +55,7 @@ function planOf<N extends PartitionScript>(script: N): Plan {
   return { keys, params: rest === null ? argv : argv.slice(0, -1), rest };
 }
 
-const REGISTRY_SCRIPTS: readonly ScriptName[] = ["registryCommit"] satisfies RegistryScript[];
+const REGISTRY_SCRIPTS: readonly ScriptName[] = ["registryCommit", "registryChanges"] satisfies RegistryScript[];
 const plans = new Map<ScriptName, Plan>(
   (Object.keys(luaScripts) as ScriptName[])
     .filter((script): script is PartitionScript => !REGISTRY_SCRIPTS.includes(script))

@@ -119,7 +119,8 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
   if (opts.directory) {
     const directory = opts.directory;
     validator.follow(directory.view.eventTypes);
-    directory.onChange((view) => {
+    directory.onChange((view, change) => {
+      if (change !== null && change.eventTypes.size === 0) return;
       try {
         validator.follow(view.eventTypes);
       } catch (err) {

@@ -8,6 +8,7 @@
   KEYS[2] records    {<prefix>:reg}:r   hash "<kind>:<name>" -> record JSON
   KEYS[3] seed       {<prefix>:reg}:s   hash "<kind>:<name>" -> fingerprint of the config file's form at the last seed
   KEYS[4] audit      {<prefix>:reg}:a   stream of audit entries (capped)
+  KEYS[5] changelog  {<prefix>:reg}:c   stream, entry id "<version>-1", field "fields": the record fields it changed, "\n"-separated (capped)
 
   ARGV[1] expected   the version the change was computed from ("" = any)
   ARGV[2] channel    pub/sub channel the new version is published on
@@ -18,7 +19,8 @@
   Returns
     { OK, version }          applied; version is the new one
     { CONFLICT, version }    the registry is at another version: nothing changed
-  Appends: one audit stream entry per audit entry (fields at, actor, action, target, version).
+  Appends: one audit stream entry per audit entry (fields at, actor, action, target, version);
+  one changelog entry (what a process at the previous version must re-read: registryChanges).
 ]]
 --@include "codes"
 --@include "clock"
@@ -32,10 +34,13 @@ if expected ~= "" and tonumber(expected) ~= current then
   return { C_CONFLICT, current }
 end
 
+local changed = {}
 for i = 5, #ARGV, 3 do
   local hashKey = keys.records
   if ARGV[i] == "s" then
     hashKey = keys.seed
+  else
+    changed[#changed + 1] = ARGV[i + 1]
   end
   if ARGV[i + 2] == "" then
     redis.call("HDEL", hashKey, ARGV[i + 1])
@@ -45,6 +50,7 @@ for i = 5, #ARGV, 3 do
 end
 
 local version = redis.call("HINCRBY", keys.meta, "version", 1)
+redis.call("XADD", keys.changelog, "MAXLEN", "~", "1000", version .. "-1", "fields", table.concat(changed, "\n"))
 for _, entry in ipairs(cjson.decode(ARGV[3])) do
   redis.call(
     "XADD", keys.audit, "MAXLEN", "~", "10000", "*",
