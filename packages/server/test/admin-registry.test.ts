@@ -6,7 +6,7 @@
  * in Redis in clear; `admin apply` prints its diff (dry run) and applies it.
  */
 import { randomBytes } from "node:crypto";
-import { writeFileSync } from "node:fs";
+import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createRedis, keyHash, type RedisLike } from "@rendezvous/engine";
 import { type CliProcess, redisUrl, spawnCli } from "@rendezvous/testkit";
@@ -346,6 +346,36 @@ async function dumpEverything(redis: RedisLike, prefix: string): Promise<Map<str
   } while (cursor !== "0");
   return out;
 }
+
+describe("the secret key", () => {
+  it("a process with another key than the registry's exits 1 before serving, in one stderr line", async () => {
+    const other = spawnCli(["api", "--config", api1.configFile, "--redis-url", redisUrl(), "--port", "0"], {
+      RENDEZVOUS_PREFIX: api1.prefix,
+      RENDEZVOUS_SECRET_KEY: randomBytes(32).toString("hex"),
+    });
+    expect((await other.exited).code).toBe(1);
+    expect(other.errors().trim()).toMatch(/^rendezvous: the secret key does not match the registry's/);
+    expect(other.output()).not.toMatch(LISTENING);
+  });
+
+  it("without RENDEZVOUS_SECRET_KEY a role creates DIR/secret.key (0600) and the next one uses it", async () => {
+    const dir = join(api1.dir, "data");
+    const prefix = `${api1.prefix}k`;
+    const start = () =>
+      spawnCli(["api", "--config", api1.configFile, "--redis-url", redisUrl(), "--port", "0", "--data-dir", dir], {
+        RENDEZVOUS_PREFIX: prefix,
+        RENDEZVOUS_SECRET_KEY: undefined,
+      });
+    const first = start();
+    await first.waitFor(LISTENING, 25_000);
+    const file = join(dir, "secret.key");
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(readFileSync(file, "utf8").trim()).toMatch(/^[0-9a-f]{64}$/);
+    const second = start();
+    await second.waitFor(LISTENING, 25_000);
+    await Promise.all([first.terminate(), second.terminate()]);
+  }, 40_000);
+});
 
 describe("secrets at rest", () => {
   it("no host key, producer key or HMAC secret (nor the webhook secret) is stored in Redis, logged or answered in clear", async () => {
