@@ -6,6 +6,7 @@
  */
 import { createHmac, randomBytes } from "node:crypto";
 import { createServer } from "node:http";
+import { Validator } from "@seriousme/openapi-schema-validator";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   bearer,
@@ -44,6 +45,29 @@ afterAll(async () => {
 const soon = (check: () => Promise<boolean>) => until(async () => (await check()) || undefined, 1000);
 
 describe("admin routes", () => {
+  it("are in the OpenAPI document the server serves, valid, with the admin token as their security", async () => {
+    const doc = (await request(server.url, "GET", "/openapi.json")).body;
+    const result = await new Validator().validate(structuredClone(doc));
+    expect(result.errors ?? [], JSON.stringify(result.errors)).toEqual([]);
+    const ops: Array<{ operationId: string; security: unknown }> = [];
+    for (const [path, item] of Object.entries(
+      doc.paths as Record<string, Record<string, { operationId: string; security: unknown }>>,
+    )) {
+      if (path.startsWith("/v1/admin/")) ops.push(...Object.values(item));
+    }
+    expect(ops.map((o) => o.operationId)).toEqual(
+      expect.arrayContaining([
+        "createTenant",
+        "rotateHostKey",
+        "createProducer",
+        "createCredential",
+        "putEventType",
+        "listAudit",
+      ]),
+    );
+    for (const op of ops) expect(op.security, op.operationId).toEqual([{ adminToken: [] }]);
+  });
+
   it("need the admin token: none, a host key or a wrong token is 401", async () => {
     for (const headers of [{}, bearer(HOST), bearer(`${ADMIN}x`)]) {
       expectError(await client(server.url, headers).get("/v1/admin/tenants"), 401, "unauthorized");
