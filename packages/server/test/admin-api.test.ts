@@ -6,6 +6,7 @@
  */
 import { createHmac, randomBytes } from "node:crypto";
 import { createServer } from "node:http";
+import { spawnCli } from "@rendezvous/testkit";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -254,4 +255,33 @@ describe("admin routes", () => {
       await new Promise((r) => hook.close(r));
     }
   });
+
+  it("the admin CLI's HTTP subcommands call the routes and exit 1 with the error code", async () => {
+    const cli = async (...args: string[]) => {
+      const p = spawnCli(["admin", ...args, "--url", server.url], { RENDEZVOUS_TOKEN: ADMIN });
+      const { code } = await p.exited;
+      return { code, out: p.output(), err: p.errors() };
+    };
+    const name = `cli-${run}`;
+    const made = await cli("tenant", "create", name);
+    expect(made.code, made.out).toBe(0);
+    expect(JSON.parse(made.out).tenant.name).toBe(name);
+    const again = await cli("tenant", "create", name);
+    expect(again.code).toBe(1);
+    expect(again.err).toMatch(/409 already_exists/);
+    const key = await cli("host-key", "create", name);
+    expect(key.code, key.out).toBe(0);
+    expect(JSON.parse(key.out).key).toMatch(/^rdv_hk_/);
+    const producer = await cli("producer", "create", name, "src", "--event-types", "a.*,b.c", "--secret");
+    expect(producer.code, producer.out).toBe(0);
+    expect(JSON.parse(producer.out)).toMatchObject({ producer: { eventTypes: ["a.*", "b.c"] } });
+    expect(JSON.parse(producer.out).secret).toMatch(/^rdv_ps_/);
+    expect((await cli("tenant", "disable", name)).code).toBe(0);
+    expect((await admin.get(`/v1/admin/tenants/${name}`)).body.tenant.disabled).toBe(true);
+    const audit = await cli("audit", "--limit", "3");
+    expect(JSON.parse(audit.out).entries[0]).toMatchObject({ action: "tenant.update", target: name });
+    const refused = spawnCli(["admin", "tenant", "list", "--url", server.url], { RENDEZVOUS_TOKEN: "wrong" });
+    expect((await refused.exited).code).toBe(1);
+    expect(refused.errors()).toMatch(/401 unauthorized/);
+  }, 60_000);
 });
