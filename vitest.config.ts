@@ -3,6 +3,12 @@ import { defaultServerConditions } from "vite";
 import { configDefaults, defineConfig } from "vitest/config";
 
 const conditions = ["@rendezvous/source", ...defaultServerConditions];
+/**
+ * What the test workers resolve with, Node's own `--conditions` included (vitest passes these
+ * to Node): without `module`, a bundlers' condition Node never sets, whose builds need not run
+ * on Node (the OpenTelemetry packages' `module` builds import without file extensions).
+ */
+const nodeConditions = conditions.filter((c) => c !== "module");
 const src = (pkg: string) => fileURLToPath(new URL(`./packages/${pkg}/src/index.ts`, import.meta.url));
 /** Tests (and the global setup) run the workspace packages from their sources. */
 const alias = {
@@ -21,6 +27,7 @@ const alias = {
 const ON_CLUSTER = [
   "packages/engine/test/transitions.test.ts",
   "packages/engine/test/deliver.test.ts",
+  "packages/engine/test/tokens.test.ts",
   "packages/engine/test/inspect.test.ts",
   "packages/engine/test/redis-url.test.ts",
   "packages/workers/test/roles.test.ts",
@@ -31,12 +38,14 @@ const ON_CLUSTER = [
   "packages/server/test/e2e-errors.test.ts",
   "packages/server/test/e2e-fuzz.test.ts",
   "packages/server/test/sdk.test.ts",
+  "packages/server/test/sdk-tokens.test.ts",
+  "packages/server/test/tokens-http.test.ts",
   "packages/*/test/**/*.cluster.test.ts",
 ];
 
 export default defineConfig({
   resolve: { conditions, alias },
-  ssr: { resolve: { conditions, externalConditions: ["@rendezvous/source"] } },
+  ssr: { resolve: { conditions: nodeConditions, externalConditions: ["@rendezvous/source"] } },
   test: {
     testTimeout: 30_000,
     hookTimeout: 30_000,

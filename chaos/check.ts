@@ -24,6 +24,9 @@ export const VIOLATION_CODES = [
   "consume_first_twice",
   "continuation_missing",
   "continuation_acted_twice",
+  "token_completed_twice",
+  "token_completion_lost",
+  "heartbeat_lost",
 ] as const;
 export type ViolationCode = (typeof VIOLATION_CODES)[number];
 
@@ -63,6 +66,8 @@ export interface Counts {
   consume: { grants: number; racedWaits: number };
   continuations: { jobs: number; deliveries: number; redelivered: number; acted: number; failed: number };
   races: { onTime: number; late: number };
+  /** token_race: calls through completion tokens, completions and heartbeats answered 200 */
+  tokens: { calls: number; completed: number; heartbeats: number; answers: Record<string, number> };
 }
 
 export interface CheckResult {
@@ -132,6 +137,7 @@ export async function check(opts: CheckOptions): Promise<CheckResult> {
     consume: { grants: 0, racedWaits: 0 },
     continuations: { jobs: 0, deliveries: 0, redelivered: 0, acted: 0, failed: 0 },
     races: { onTime: 0, late: 0 },
+    tokens: { calls: 0, completed: 0, heartbeats: 0, answers: {} },
   };
   const expiredByAge = (lastActivity: number) => lastActivity < opts.now - opts.retentionMs + 30_000;
 
@@ -250,7 +256,7 @@ export async function check(opts: CheckOptions): Promise<CheckResult> {
       });
     }
     const kindOf: Record<string, string[]> = {
-      resolved: ["event", "deliver"],
+      resolved: ["event", "deliver", "token"],
       timed_out: ["timeout"],
       cancelled: ["cancel"],
       waiting: [],
@@ -327,6 +333,43 @@ export async function check(opts: CheckOptions): Promise<CheckResult> {
         detail: `still waiting ${Math.round((opts.now - deadline) / 1000)} s after its deadline ${rec.deadline} (bound ${opts.boundMs / 1000} s)`,
         evidence: timeline(),
       });
+    }
+
+    // a completion token completes at most once, and a completion it answered is kept
+    if (w.tokenCalls) {
+      const completions = w.tokenCalls.filter((x) => x.what !== "heartbeat" && x.status === 200);
+      counts.tokens.calls += w.tokenCalls.length;
+      for (const x of w.tokenCalls) {
+        const key = `${x.what} ${x.status}${x.code ? ` ${x.code}` : ""}`;
+        counts.tokens.answers[key] = (counts.tokens.answers[key] ?? 0) + 1;
+      }
+      counts.tokens.completed += completions.length;
+      if (completions.length > 1) {
+        violations.push({
+          code: "token_completed_twice",
+          waitId: w.id,
+          detail: `${completions.length} completions through one token answered 200`,
+          evidence: timeline(),
+        });
+      }
+      if (completions.length === 1 && rec.resolution?.kind !== "token") {
+        violations.push({
+          code: "token_completion_lost",
+          waitId: w.id,
+          detail: `a completion answered 200, the wait is ${rec.state} (${rec.resolution?.kind ?? "no resolution"})`,
+          evidence: timeline(),
+        });
+      }
+      const beats = w.tokenCalls.filter((x) => x.what === "heartbeat" && x.status === 200).length;
+      counts.tokens.heartbeats += beats;
+      if (beats > (rec.heartbeat?.count ?? 0)) {
+        violations.push({
+          code: "heartbeat_lost",
+          waitId: w.id,
+          detail: `${beats} heartbeats answered 200, the wait counts ${rec.heartbeat?.count ?? 0}`,
+          evidence: timeline(),
+        });
+      }
     }
 
     // consume is the once

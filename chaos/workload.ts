@@ -7,7 +7,9 @@
  * Scenarios (weights in SCENARIOS): an event after its wait; an event before its wait
  * (buffered, then matched at registration); a wait that times out; an event racing the
  * deadline by a few ms; a cancel (sometimes followed by a late event); two events for
- * one job; an event no wait ever asks for; a far deadline or none, resolved by event.
+ * one job; an event no wait ever asks for; a far deadline or none, resolved by event; a
+ * wait with a completion token and heartbeats, its token presented by several callers at
+ * once around its (moved) deadline.
  * 30% of event sends are redelivered (same id, same content). Settled waits are
  * consumed by continuation workers (BullMQ, `consume` claims once) and, for some, by
  * several explicit consumers racing.
@@ -33,7 +35,8 @@ type ScenarioKind =
   | "cancel"
   | "two_events"
   | "orphan_event"
-  | "far_deadline";
+  | "far_deadline"
+  | "token_race";
 
 const SCENARIOS: Array<[ScenarioKind, number]> = [
   ["event_after", 24],
@@ -44,7 +47,18 @@ const SCENARIOS: Array<[ScenarioKind, number]> = [
   ["two_events", 10],
   ["orphan_event", 5],
   ["far_deadline", 7],
+  ["token_race", 8],
 ];
+
+/** One call through a completion token (complete, fail, heartbeat): what the client saw. */
+export interface TokenCallLog {
+  what: "complete" | "fail" | "heartbeat";
+  at: number;
+  status: number;
+  attempts: number;
+  /** the error code of a refusal */
+  code?: string;
+}
 
 /** One send of one event (the first send or a redelivery). */
 export interface SendLog {
@@ -92,6 +106,8 @@ export interface WaitLog {
   cancelStatus?: number;
   /** workers that were told `first: true` (explicit consumers and continuation workers) */
   grants: Array<{ by: string; at: number; via: string }>;
+  /** token_race: the calls made through its completion token */
+  tokenCalls?: TokenCallLog[];
 }
 
 export interface ContinuationLog {
@@ -310,7 +326,13 @@ export class Workload {
     }
   }
 
-  async #register(scenario: number, kind: ScenarioKind, correlationId: string, timeoutMs: number | null) {
+  async #register(
+    scenario: number,
+    kind: ScenarioKind,
+    correlationId: string,
+    timeoutMs: number | null,
+    extra: Record<string, unknown> = {},
+  ) {
     const log: WaitLog = {
       id: "",
       scenario,
@@ -329,6 +351,7 @@ export class Workload {
       eventType: EVENT_TYPE,
       correlationId,
       metadata: { scenario, kind },
+      ...extra,
     };
     if (timeoutMs !== null) spec.timeoutMs = Math.round(timeoutMs);
     const r = await this.#o.http.call("POST", "/v1/waits", {
@@ -352,7 +375,41 @@ export class Workload {
       this.#early.delete(w.id);
     }
     this.log.waits.push(log);
+    // (a token is kept in memory only; a retried registration answers 200 without one)
+    this.#tokens.set(log, r.status === 201 ? r.body.token?.value : undefined);
     return log;
+  }
+
+  readonly #tokens = new Map<WaitLog, string | undefined>();
+
+  /** The wait's token: from its registration, else a rotation by the host. */
+  async #tokenOf(log: WaitLog): Promise<string | undefined> {
+    const known = this.#tokens.get(log);
+    if (known || !log.id) return known;
+    const r = await this.#o.http.call("POST", `/v1/waits/${log.id}/token`, {
+      headers: { authorization: `Bearer ${HOST_KEY}` },
+    });
+    const token = r.status === 200 ? (r.body.token.value as string) : undefined;
+    this.#tokens.set(log, token);
+    return token;
+  }
+
+  async #byToken(log: WaitLog, token: string, what: TokenCallLog["what"]): Promise<void> {
+    const json =
+      what === "fail" ? { error: { message: "chaos" } } : what === "complete" ? { payload: { by: "token" } } : {};
+    const at = Date.now();
+    const r = await this.#o.http.call("POST", `/v1/tokens/${encodeURIComponent(token)}/${what}`, { json });
+    const call: TokenCallLog = { what, at, status: r.status, attempts: r.attempts.length };
+    if (r.status >= 400) call.code = r.body?.error?.code;
+    log.tokenCalls = [...(log.tokenCalls ?? []), call];
+    if (r.status === 200 && what !== "heartbeat") {
+      log.observations.push({
+        at: Date.now(),
+        start: r.attempts.at(-1)?.at,
+        state: "resolved",
+        source: `token:${what}`,
+      });
+    }
   }
 
   async #get(log: WaitLog, source: string): Promise<string | undefined> {
@@ -475,6 +532,35 @@ export class Workload {
       }
       case "orphan_event": {
         await this.#event(i, corr);
+        return;
+      }
+      case "token_race": {
+        const t = this.#rand(800, 3000);
+        const w = await this.#register(i, kind, corr, t, { token: true, heartbeatMs: 1000 });
+        const token = await this.#tokenOf(w);
+        if (!token || !w.deadline) return;
+        // a few heartbeats (each moves the deadline to now + 1 s), then several callers at
+        // once, aimed a few ms either side of the deadline in force, or well before it
+        let deadline = Date.parse(w.deadline);
+        const beats = Math.floor(this.#rand(0, 4));
+        for (let b = 0; b < beats && Date.now() < deadline - 100; b++) {
+          await sleep(this.#rand(100, Math.max(150, (deadline - Date.now()) * 0.8)));
+          await this.#byToken(w, token, "heartbeat");
+          const last = w.tokenCalls?.at(-1);
+          if (last?.status === 200) deadline = Date.now() + 1000;
+        }
+        const aim = this.#chance(0.5)
+          ? deadline + this.#rand(-15, 15) - this.#acceptLatency
+          : deadline - this.#rand(200, 600);
+        await sleep(Math.max(0, aim - Date.now()));
+        const callers = 2 + Math.floor(this.#rand(0, 4));
+        await Promise.all(
+          Array.from({ length: callers }, () => {
+            const r = this.#o.random();
+            return this.#byToken(w, token, r < 0.2 ? "heartbeat" : r < 0.6 ? "complete" : "fail");
+          }),
+        );
+        await this.#settle(w, 30_000);
         return;
       }
       case "far_deadline": {

@@ -9,6 +9,8 @@ import type { Summary } from "./stats.js";
 import { fmt, pct, printTable } from "./table.js";
 
 export type Configuration = "start" | "split";
+/** off: the product without OTEL_* variables; on: exporting to the bench's OTLP receiver */
+export type Tracing = "off" | "on";
 export const SINGLE_IN_FLIGHT = 64;
 export const BATCH = 100;
 export const BATCH_IN_FLIGHT = 4;
@@ -20,10 +22,12 @@ export interface BlackboxOptions {
   partitions: number;
   ceilingSeconds: number;
   configs: Configuration[];
+  tracing: Tracing[];
 }
 
 export interface ThroughputRow {
   config: Configuration;
+  tracing: Tracing;
   producers: "single" | "batch";
   transport: Transport;
   events: number;
@@ -38,6 +42,7 @@ export interface ThroughputRow {
 
 export interface LatencyRow {
   config: Configuration;
+  tracing: Tracing;
   transport: Transport;
   latency: Summary;
 }
@@ -55,6 +60,19 @@ export interface BlackboxResult {
   ceiling: Ceiling;
   throughput: ThroughputRow[];
   latency: LatencyRow[];
+  /** what the OTLP receiver got from each configuration run with tracing on */
+  spans: SpanCount[];
+}
+
+/** The OTLP receiver's counts over one configuration's run with tracing on (read after its processes stopped). */
+export interface SpanCount {
+  config: Configuration;
+  spans: number;
+  requests: number;
+  bytes: number;
+  unparsed: number;
+  /** events (and as many waits) the configuration was sent, warm-ups included */
+  events: number;
 }
 
 const producersLabel = (r: ThroughputRow) =>
@@ -63,6 +81,33 @@ const producersLabel = (r: ThroughputRow) =>
     : `batches of ${BATCH}, ${BATCH_IN_FLIGHT} in flight`;
 
 const worker = (t: Transport) => (t === "bullmq" ? "BullMQ Worker" : "HTTP claim");
+
+/** on against off in percent, one decimal ("+0.0 %" when equal at that precision) */
+function change(off: number, on: number): string {
+  if (!(off > 0)) return "";
+  const p = ((on - off) / off) * 100;
+  const text = Math.abs(p).toFixed(1);
+  return `${p < 0 && text !== "0.0" ? "-" : "+"}${text} %`;
+}
+
+/** Each row measured with tracing off, with its twin measured with tracing on (same config, producers, worker). */
+export function tracingPairs(r: BlackboxResult): {
+  throughput: Array<{ off: ThroughputRow; on: ThroughputRow }>;
+  latency: Array<{ off: LatencyRow; on: LatencyRow }>;
+} {
+  const key = (t: { config: string; transport: string; producers?: string }) =>
+    `${t.config}/${t.transport}/${t.producers ?? ""}`;
+  const onT = new Map(r.throughput.filter((t) => t.tracing === "on").map((t) => [key(t), t]));
+  const onL = new Map(r.latency.filter((l) => l.tracing === "on").map((l) => [key(l), l]));
+  return {
+    throughput: r.throughput
+      .filter((t) => t.tracing === "off" && onT.has(key(t)))
+      .map((off) => ({ off, on: onT.get(key(off)) as ThroughputRow })),
+    latency: r.latency
+      .filter((l) => l.tracing === "off" && onL.has(key(l)))
+      .map((off) => ({ off, on: onL.get(key(off)) as LatencyRow })),
+  };
+}
 
 export function printBlackbox(r: BlackboxResult): void {
   const opts = r.opts;
@@ -78,6 +123,7 @@ export function printBlackbox(r: BlackboxResult): void {
     `throughput: ${fmt(opts.events)} waits, then ${fmt(opts.events)} events (send → continuation received); CPU µs per resolved event`,
     [
       "config",
+      "tracing",
       "producers",
       "worker",
       "events/s",
@@ -91,6 +137,7 @@ export function printBlackbox(r: BlackboxResult): void {
     ],
     r.throughput.map((t) => [
       t.config,
+      t.tracing,
       producersLabel(t),
       worker(t.transport),
       t.eventsPerSec,
@@ -112,9 +159,10 @@ export function printBlackbox(r: BlackboxResult): void {
   );
   printTable(
     `one at a time: ${fmt(opts.singles)} events, send → continuation received, ms`,
-    ["config", "worker", "p50", "p90", "p99", "max"],
+    ["config", "tracing", "worker", "p50", "p90", "p99", "max"],
     r.latency.map((l) => [
       l.config,
+      l.tracing,
       worker(l.transport),
       fmt(l.latency.p50, 2),
       fmt(l.latency.p90, 2),
@@ -122,6 +170,53 @@ export function printBlackbox(r: BlackboxResult): void {
       fmt(l.latency.max, 2),
     ]),
   );
+  if (r.spans.length > 0) {
+    printTable(
+      "tracing on: what the bench's OTLP/HTTP receiver got (after the processes stopped)",
+      ["config", "spans", "export requests", "bytes", "unparsed", "events sent", "spans per event"],
+      r.spans.map((c) => [
+        c.config,
+        c.spans,
+        c.requests,
+        c.bytes,
+        c.unparsed,
+        c.events,
+        c.events > 0 ? fmt(c.spans / c.events, 2) : "",
+      ]),
+    );
+  }
+  const pairs = tracingPairs(r);
+  if (pairs.throughput.length + pairs.latency.length > 0) {
+    printTable(
+      "tracing off → on, side by side",
+      ["config", "row", "off", "on", "change"],
+      [
+        ...pairs.throughput.flatMap(({ off, on }) => [
+          [
+            off.config,
+            `${producersLabel(off)} → ${worker(off.transport)}, events/s`,
+            off.eventsPerSec,
+            on.eventsPerSec,
+            change(off.eventsPerSec, on.eventsPerSec),
+          ],
+          [
+            off.config,
+            "  CPU µs per event (product + Redis)",
+            Math.round(off.cpu.sum),
+            Math.round(on.cpu.sum),
+            change(off.cpu.sum, on.cpu.sum),
+          ],
+        ]),
+        ...pairs.latency.map(({ off, on }) => [
+          off.config,
+          `one at a time → ${worker(off.transport)}, p50 / p99 ms`,
+          `${fmt(off.latency.p50, 2)} / ${fmt(off.latency.p99, 2)}`,
+          `${fmt(on.latency.p50, 2)} / ${fmt(on.latency.p99, 2)}`,
+          change(off.latency.p50, on.latency.p50),
+        ]),
+      ],
+    );
+  }
 }
 
 export interface BenchRow {
@@ -147,12 +242,15 @@ export function blackboxRows(r: BlackboxResult): BenchRow[] {
       verdict: "",
     },
   ];
+  const both = new Set(r.throughput.map((t) => t.tracing)).size > 1;
+  const mode = (t: { tracing: Tracing }) => (both ? `, tracing ${t.tracing}` : "");
   for (const t of r.throughput) {
-    const judged = t.config === "start" && t.transport === "bullmq";
+    // issue 21's targets hold for the default deployment: tracing off
+    const judged = t.config === "start" && t.transport === "bullmq" && t.tracing === "off";
     const single = t.producers === "single";
     const cpuTarget = single ? 300 : 200;
     rows.push({
-      metric: `${t.config}, ${producersLabel(t)} → ${worker(t.transport)}, events/s (${fmt(t.events)} events)`,
+      metric: `${t.config}${mode(t)}, ${producersLabel(t)} → ${worker(t.transport)}, events/s (${fmt(t.events)} events)`,
       value: fmt(t.eventsPerSec),
       ceiling: pct(t.ofCeiling),
       target: judged && single ? "≥ 5 % of the ceiling" : "",
@@ -167,13 +265,32 @@ export function blackboxRows(r: BlackboxResult): BenchRow[] {
     });
   }
   for (const l of r.latency) {
-    const judged = l.config === "start" && l.transport === "bullmq";
+    const judged = l.config === "start" && l.transport === "bullmq" && l.tracing === "off";
     rows.push({
-      metric: `${l.config}, one at a time → ${worker(l.transport)}: send → received p50 / p99 ms (${fmt(l.latency.count)})`,
+      metric: `${l.config}${mode(l)}, one at a time → ${worker(l.transport)}: send → received p50 / p99 ms (${fmt(l.latency.count)})`,
       value: `${fmt(l.latency.p50, 2)} / ${fmt(l.latency.p99, 2)}`,
       ceiling: "",
       target: judged ? "p50 ≤ 1.5, p99 ≤ 5" : "",
       verdict: judged ? verdict(l.latency.p50 <= 1.5 && l.latency.p99 <= 5) : "",
+    });
+  }
+  const pairs = tracingPairs(r);
+  for (const { off, on } of pairs.throughput) {
+    rows.push({
+      metric: `${off.config}, tracing off → on, ${producersLabel(off)} → ${worker(off.transport)}: events/s; CPU µs per event`,
+      value: `${fmt(off.eventsPerSec)} → ${fmt(on.eventsPerSec)}; ${fmt(Math.round(off.cpu.sum))} → ${fmt(Math.round(on.cpu.sum))}`,
+      ceiling: "",
+      target: `${change(off.eventsPerSec, on.eventsPerSec)}; ${change(off.cpu.sum, on.cpu.sum)}`,
+      verdict: "",
+    });
+  }
+  for (const c of r.spans) {
+    rows.push({
+      metric: `${c.config}, tracing on: spans received by the bench's OTLP receiver (${fmt(c.requests)} exports)`,
+      value: fmt(c.spans),
+      ceiling: "",
+      target: c.events > 0 ? `${fmt(c.spans / c.events, 2)} per event sent` : "",
+      verdict: "",
     });
   }
   return rows;

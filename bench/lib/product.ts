@@ -29,18 +29,20 @@ export interface RoleProcess {
   stop(): Promise<void>;
 }
 
-/** Starts `rendezvous <role>` with `--config`, `--redis-url` and `--port 0`; `env` adds variables. */
+/** Starts `rendezvous <role>` with `--config`, `--redis-url` and `--port 0`; `env` adds variables (undefined removes one). */
 export function startRole(
   name: RoleName,
   opts: {
     redisUrl: string;
     configFile: string;
     prefix: string;
-    env?: Record<string, string>;
+    env?: Record<string, string | undefined>;
     /** Node options before the CLI (e.g. --cpu-prof) */
     nodeArgs?: string[];
   },
 ): RoleProcess {
+  const env: NodeJS.ProcessEnv = { ...process.env, RENDEZVOUS_PREFIX: opts.prefix, LOG_LEVEL: "info", ...opts.env };
+  for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
   const child = spawn(
     process.execPath,
     [
@@ -55,10 +57,7 @@ export function startRole(
       "--port",
       "0",
     ],
-    {
-      env: { ...process.env, RENDEZVOUS_PREFIX: opts.prefix, LOG_LEVEL: "info", ...opts.env },
-      stdio: ["ignore", "pipe", "pipe"],
-    },
+    { env, stdio: ["ignore", "pipe", "pipe"] },
   );
   let out = "";
   const url = new Promise<string>((resolve, reject) => {

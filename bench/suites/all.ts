@@ -86,6 +86,7 @@ export async function main(): Promise<void> {
   const burstWaits = args.number("burst-waits", quick ? 5000 : 50_000);
   const blackboxEvents = args.number("blackbox-events", quick ? 500 : 10_000);
   const blackboxSingles = args.number("blackbox-singles", quick ? 100 : 500);
+  const blackboxTracing = args.string("blackbox-tracing", "off,on");
   const batch = 100;
   const batchesInFlight = 4;
   const started = performance.now();
@@ -445,7 +446,14 @@ export async function main(): Promise<void> {
 
     // 10. black box: bench/blackbox.ts (real processes, HTTP producers, a host worker) against this Redis
     const blackbox = await scenario("10. black box", 1, async (step) => {
-      const sizes = ["--events", String(blackboxEvents), "--singles", String(blackboxSingles)];
+      const sizes = [
+        "--events",
+        String(blackboxEvents),
+        "--singles",
+        String(blackboxSingles),
+        "--tracing",
+        blackboxTracing,
+      ];
       const r = await childBench<BlackboxResult>(
         "../blackbox.ts",
         ["--redis-url", server.url, ...sizes, ...(quick ? ["--quick", "--configs", "start"] : [])],

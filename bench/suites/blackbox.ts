@@ -24,6 +24,10 @@
  * - one at a time: M events sent one after another, each after the previous one's
  *   continuation arrived; send → continuation received p50 / p90 / p99.
  *
+ * - tracing (`--tracing off,on`, both by default): each configuration runs once without
+ *   `OTEL_*` variables and once exporting its spans over OTLP/HTTP to a receiver in this process
+ *   (bench/lib/otlp-receiver.ts) that counts them; both reported side by side.
+ *
  * Driver, product and Redis share the machine: the load average at start and end, the
  * core count and the Node and Redis versions are printed with the tables.
  */
@@ -41,10 +45,13 @@ import {
   type LatencyRow,
   printBlackbox,
   SINGLE_IN_FLIGHT,
+  type SpanCount,
   type ThroughputRow,
+  type Tracing,
 } from "../lib/blackbox-report.js";
 import { measureCeiling, RESOLVE_CEILING } from "../lib/ceiling.js";
 import { type Poster, poster } from "../lib/http-post.js";
+import { type OtlpReceiver, startOtlpReceiver } from "../lib/otlp-receiver.js";
 import { runPool } from "../lib/pool.js";
 import {
   clkTck,
@@ -127,6 +134,9 @@ async function arrivalsOf(arrivals: Arrivals, expected: Array<Promise<number>>, 
 
 interface Context {
   config: Configuration;
+  tracing: Tracing;
+  /** events sent so far (warm-ups included) */
+  sent: { events: number };
   /** keep-alive connections to the API (as many as requests in flight) */
   http: Poster;
   admin: Redis;
@@ -155,6 +165,7 @@ async function throughputRow(
   const idleSeconds = (performance.now() - idleFrom) / 1000;
   progress(`${ctx.config}: ${fmt(n)} events (${producers}, ${transport} worker)`);
   const expected = waitIds.map((id) => ctx.arrivals.expect(id));
+  ctx.sent.events += n;
   const cpu0 = cpuSnapshot(pids);
   const driver0 = process.cpuUsage();
   const t0 = performance.now();
@@ -173,6 +184,7 @@ async function throughputRow(
     (names.reduce((sum, k) => sum + (idle1[k] as number) - (idle0[k] as number), 0) * 1000) / idleSeconds;
   return {
     config: ctx.config,
+    tracing: ctx.tracing,
     producers,
     transport,
     events: n,
@@ -192,6 +204,7 @@ async function latencyRow(ctx: Context, transport: Transport, m: number): Promis
   await sleep(500);
   progress(`${ctx.config}: ${fmt(m)} events one at a time (${transport} worker)`);
   const ms: number[] = [];
+  ctx.sent.events += m;
   for (let i = 0; i < m; i++) {
     const arrived = ctx.arrivals.expect(waitIds[i] as string);
     const t0 = performance.now();
@@ -199,17 +212,34 @@ async function latencyRow(ctx: Context, transport: Transport, m: number): Promis
     const [at] = await arrivalsOf(ctx.arrivals, [arrived], 30_000);
     ms.push((at as number) - t0);
   }
-  return { config: ctx.config, transport, latency: summarize(ms) };
+  return { config: ctx.config, tracing: ctx.tracing, transport, latency: summarize(ms) };
+}
+
+/**
+ * The product processes' tracing variables: none (every OTEL_* of this environment removed),
+ * or an OTLP/HTTP JSON exporter to the bench's receiver.
+ */
+function tracingEnv(receiver: OtlpReceiver | undefined): Record<string, string | undefined> {
+  const env: Record<string, string | undefined> = {};
+  for (const k of Object.keys(process.env)) if (k.startsWith("OTEL_")) env[k] = undefined;
+  if (!receiver) return env;
+  return {
+    ...env,
+    OTEL_TRACES_EXPORTER: "otlp",
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: receiver.endpoint,
+    OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: "http/json",
+  };
 }
 
 async function runConfiguration(
   config: Configuration,
+  tracing: Tracing,
   redisUrl: string,
   admin: Redis,
   ceiling: number,
   opts: BlackboxOptions,
-): Promise<{ throughput: ThroughputRow[]; latency: LatencyRow[] }> {
-  const prefix = `bb${config}${Date.now().toString(36)}`;
+): Promise<{ throughput: ThroughputRow[]; latency: LatencyRow[]; spans: SpanCount | undefined }> {
+  const prefix = `bb${config}${tracing}${Date.now().toString(36)}`;
   const dir = mkdtempSync(join(tmpdir(), "rdv-blackbox-"));
   const configFile = join(dir, "config.json");
   const productConfig = {
@@ -219,7 +249,10 @@ async function runConfiguration(
     },
   };
   writeFileSync(configFile, JSON.stringify(productConfig));
-  const roles: RoleProcess[] = ROLES[config].map((name) => startRole(name, { redisUrl, configFile, prefix }));
+  const otlp = tracing === "on" ? await startOtlpReceiver() : undefined;
+  const env = tracingEnv(otlp);
+  const roles: RoleProcess[] = ROLES[config].map((name) => startRole(name, { redisUrl, configFile, prefix, env }));
+  const sent = { events: 0 };
   const arrivals = new Arrivals();
   let receiver: Receiver | undefined;
   let http: Poster | undefined;
@@ -232,8 +265,8 @@ async function runConfiguration(
     const pids = Object.fromEntries(roles.map((r) => [r.name, r.pid]));
     const redisPid = Number((await info(admin, "server")).get("process_id"));
     http = poster(base, SINGLE_IN_FLIGHT);
-    const ctx: Context = { config, http, admin, arrivals, pids, redisPid, ceiling };
-    progress(`${config}: ${roles.map((r) => `${r.name} pid ${r.pid}`).join(", ")}; warm-up`);
+    const ctx: Context = { config, tracing, sent, http, admin, arrivals, pids, redisPid, ceiling };
+    progress(`${config}, tracing ${tracing}: ${roles.map((r) => `${r.name} pid ${r.pid}`).join(", ")}; warm-up`);
     receiver = bullmqReceiver(arrivals, { redisUrl, prefix, tenant: TENANT, concurrency: CONCURRENCY });
     await throughputRow(ctx, "bullmq", "single", opts.warmup);
     await throughputRow(ctx, "bullmq", "batch", opts.warmup);
@@ -252,9 +285,12 @@ async function runConfiguration(
     await receiver?.close().catch(() => undefined);
     http?.close();
     await Promise.all(roles.map((r) => r.stop()));
+    await otlp?.close();
     rmSync(dir, { recursive: true, force: true });
   }
-  return { throughput, latency };
+  // read after the processes stopped: SIGTERM flushes the spans they still buffered
+  const counts = otlp?.counts();
+  return { throughput, latency, spans: counts && { config, ...counts, events: sent.events } };
 }
 
 /** Every configuration against the Redis at `redisUrl` (its ceiling measured first). */
@@ -267,10 +303,14 @@ export async function blackbox(redisUrl: string, opts: BlackboxOptions): Promise
     const ceiling = await measureCeiling(redisUrl, opts.ceilingSeconds, 64, RESOLVE_CEILING);
     const throughput: ThroughputRow[] = [];
     const latency: LatencyRow[] = [];
+    const spans: SpanCount[] = [];
     for (const config of opts.configs) {
-      const r = await runConfiguration(config, redisUrl, admin, ceiling.callsPerSec, opts);
-      throughput.push(...r.throughput);
-      latency.push(...r.latency);
+      for (const tracing of opts.tracing) {
+        const r = await runConfiguration(config, tracing, redisUrl, admin, ceiling.callsPerSec, opts);
+        throughput.push(...r.throughput);
+        latency.push(...r.latency);
+        if (r.spans) spans.push(r.spans);
+      }
     }
     const cores = availableParallelism();
     return {
@@ -285,6 +325,7 @@ export async function blackbox(redisUrl: string, opts: BlackboxOptions): Promise
       ceiling,
       throughput,
       latency,
+      spans,
     };
   } finally {
     await admin.quit();
@@ -296,6 +337,8 @@ export function blackboxOptions(args = parseArgs()): BlackboxOptions {
   const events = args.number("events", quick ? 1000 : 10_000);
   const configs = args.string("configs", "start,split").split(",") as Configuration[];
   for (const c of configs) if (!(c in ROLES)) throw new Error(`--configs: start, split (got ${c})`);
+  const tracing = args.string("tracing", "off,on").split(",") as Tracing[];
+  for (const t of tracing) if (t !== "off" && t !== "on") throw new Error(`--tracing: off, on (got ${t})`);
   return {
     events,
     singles: args.number("singles", quick ? 200 : 500),
@@ -303,6 +346,7 @@ export function blackboxOptions(args = parseArgs()): BlackboxOptions {
     partitions: args.number("partitions", 16),
     ceilingSeconds: args.number("ceiling-seconds", quick ? 2 : 5),
     configs,
+    tracing,
   };
 }
 

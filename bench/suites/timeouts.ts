@@ -300,6 +300,8 @@ export async function memoryCase(
   prefix: string,
   opts: { waits: number; inFlight: number; partitions: number },
   mode: MemoryMode,
+  /** registration fields every wait adds (a completion token, heartbeatMs: docs/api.md) */
+  extra: { token?: boolean; heartbeatMs?: number } = {},
 ): Promise<MemoryCase> {
   await admin.flushall("SYNC");
   const res = resources(url, prefix, opts.partitions);
@@ -318,7 +320,7 @@ export async function memoryCase(
   const windowStart = Math.ceil((Date.now() + 3_600_000) / 1000) * 1000;
   const when =
     mode === "far"
-      ? () => ({ timeoutMs: 3_600_000 })
+      ? () => ({ timeoutMs: 3_600_000, ...extra })
       : mode === "dense"
         ? () => ({ deadline: new Date(windowStart + Math.floor(Math.random() * 1000)).toISOString() })
         : () => ({ timeoutMs: Math.round(3000 + Math.random() * 1000) });
@@ -484,7 +486,15 @@ export async function main(): Promise<void> {
       mem,
       "register-path",
     );
-    const cases = [far, dense, path];
+    // the same as a), each wait with a completion token (its hash), and with a token and heartbeatMs
+    const token = await memoryCase(server.url, admin, "d) as a), with a completion token", "md", mem, "far", {
+      token: true,
+    });
+    const heartbeat = await memoryCase(server.url, admin, "e) as a), with a token and heartbeatMs", "me", mem, "far", {
+      token: true,
+      heartbeatMs: 60_000,
+    });
+    const cases = [far, dense, path, token, heartbeat];
     printTable(
       `Redis memory per pending wait (${memoryWaits} waits, used_memory after − before, everything included)`,
       [

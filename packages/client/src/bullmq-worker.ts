@@ -4,11 +4,16 @@
  * credentials, which read every tenant). Each continuation goes through `runOnce`
  * (consume, then the handler). The HTTP transport (continuation-worker.ts) needs only a
  * host key. This module is the only one of the client that imports bullmq.
+ *
+ * With `@opentelemetry/api` installed (tracing.ts), each job is processed inside a consumer
+ * span whose parent is the job's `opts.telemetry.metadata` (bullmq-otel's carrier, which the
+ * dispatcher writes): the consume request carries it.
  */
 
 import { type ConnectionOptions, Worker } from "bullmq";
 import { continuationQueue, runOnce } from "./continuation.js";
 import type { QueueContinuationWorkerOptions } from "./continuation-worker.js";
+import { inProcessSpan, jobCarrier } from "./tracing.js";
 import type { Wait } from "./wire.js";
 
 /** A continuation re-delivered after a crashed worker is never failed for it (BullMQ's maxStalledCount). */
@@ -23,10 +28,21 @@ export class BullmqContinuationWorker {
   readonly #worker: Worker<Wait>;
 
   constructor(opts: BullmqContinuationWorkerOptions) {
+    const queue = opts.queue ?? continuationQueue(opts.tenant, opts.group);
     this.#worker = new Worker<Wait>(
-      opts.queue ?? continuationQueue(opts.tenant, opts.group),
+      queue,
       async (job) => {
-        await runOnce(opts.host, opts.name, job.data.id, opts.handler);
+        const attributes = {
+          "messaging.system": "bullmq",
+          "messaging.operation.type": "process",
+          "messaging.destination.name": queue,
+          "messaging.message.id": job.data.id,
+          "rendezvous.wait.id": job.data.id,
+          "rendezvous.run.id": job.data.runId,
+        };
+        await inProcessSpan(jobCarrier(job.opts), queue, attributes, async () => {
+          await runOnce(opts.host, opts.name, job.data.id, opts.handler);
+        });
       },
       {
         connection: opts.connection,

@@ -14,12 +14,19 @@
  * With `connection` (or `transport: "bullmq"`) it takes the continuations from the BullMQ
  * queue in Redis instead (bullmq-worker.ts, loaded only then: this module imports neither
  * bullmq nor ioredis).
+ *
+ * With `@opentelemetry/api` installed (tracing.ts), each lease is handled inside a consumer
+ * span whose parent is the lease's `traceparent`: its consume, extends and ack carry it. The
+ * claim loop runs in the root context.
  */
 import type { BullmqContinuationWorkerOptions } from "./bullmq-worker.js";
-import { type ContinuationHandler, runConsumed, runOnce } from "./continuation.js";
+import { type ContinuationHandler, continuationQueue, runConsumed, runOnce } from "./continuation.js";
 import { RendezvousApiError } from "./errors.js";
 import type { ContinuationLease, HostClient } from "./host.js";
 import { backoff } from "./retry.js";
+import { activeContext, detached, inProcessSpan, otel, type ProcessOutcome, withContext } from "./tracing.js";
+
+type Otel = Awaited<ReturnType<typeof otel>>;
 
 export interface HttpContinuationWorkerOptions {
   /** over HTTP (the default) */
@@ -98,19 +105,27 @@ const ACKS_PER_REQUEST = 100;
  */
 class Acks {
   readonly #host: HostClient;
-  #queued: Array<{ leaseId: string; done: (acked: boolean) => void; fail: (err: unknown) => void }> = [];
+  readonly #otel: Otel;
+  /** `ctx`: the trace context the ack was asked in (its lease's process span), which its request carries */
+  #queued: Array<{
+    leaseId: string;
+    ctx: ReturnType<typeof activeContext>;
+    done: (acked: boolean) => void;
+    fail: (err: unknown) => void;
+  }> = [];
   #sending = false;
   /** false against a server without `POST /v1/continuations/ack`: one request per lease */
   #batch = true;
 
-  constructor(host: HostClient) {
+  constructor(host: HostClient, api: Otel) {
     this.#host = host;
+    this.#otel = api;
   }
 
   ack(leaseId: string): Promise<boolean> {
     if (!this.#batch) return this.#one(leaseId);
     return new Promise((done, fail) => {
-      this.#queued.push({ leaseId, done, fail });
+      this.#queued.push({ leaseId, ctx: activeContext(this.#otel), done, fail });
       if (!this.#sending) {
         this.#sending = true;
         // the acks of handlers finishing in this same turn go together
@@ -133,7 +148,10 @@ class Acks {
     while (this.#queued.length > 0) {
       const batch = this.#queued.splice(0, ACKS_PER_REQUEST);
       try {
-        const { expired } = await this.#host.ackContinuations(batch.map((a) => a.leaseId));
+        // the request carries the context of the batch's first lease
+        const { expired } = await withContext(this.#otel, batch[0]?.ctx, () =>
+          this.#host.ackContinuations(batch.map((a) => a.leaseId)),
+        );
         const gone = new Set(expired);
         for (const a of batch) a.done(!gone.has(a.leaseId));
       } catch (err) {
@@ -143,7 +161,8 @@ class Acks {
         }
         // an older server: every ack from now on its own
         this.#batch = false;
-        for (const a of [...batch, ...this.#queued.splice(0)]) this.#one(a.leaseId).then(a.done, a.fail);
+        for (const a of [...batch, ...this.#queued.splice(0)])
+          withContext(this.#otel, a.ctx, () => this.#one(a.leaseId)).then(a.done, a.fail);
       }
     }
     this.#sending = false;
@@ -169,17 +188,18 @@ export class ContinuationWorker {
       // a missing bullmq shows at close() (and here, once)
       this.#bullmq.catch(() => undefined);
     } else {
-      this.#loop = this.#run(opts);
+      // outside any span: a worker made inside one does not make its claims children of it
+      this.#loop = otel().then((api) => detached(api, () => this.#run(opts, api)));
     }
   }
 
-  async #run(opts: HttpContinuationWorkerOptions): Promise<void> {
+  async #run(opts: HttpContinuationWorkerOptions, api: Otel): Promise<void> {
     const concurrency = opts.concurrency ?? 8;
     const leaseMs = opts.leaseMs ?? 30_000;
     const signal = this.#stop.signal;
     let failures = 0;
     let consume = true;
-    const acks = new Acks(opts.host);
+    const acks = new Acks(opts.host, api);
     let slotFreed: () => void = () => undefined;
     while (!signal.aborted) {
       const free = concurrency - this.#running.size;
@@ -224,11 +244,29 @@ export class ContinuationWorker {
     }
   }
 
-  async #handle(
+  /** One lease, inside its process span (a child of the lease's trace context). */
+  #handle(opts: HttpContinuationWorkerOptions, lease: ContinuationLease, leaseMs: number, acks: Acks): Promise<void> {
+    const attributes = {
+      "messaging.system": "rendezvous",
+      "messaging.operation.type": "process",
+      "messaging.destination.name": continuationQueue(lease.wait.tenant, opts.group),
+      "messaging.message.id": lease.waitId,
+      "rendezvous.wait.id": lease.waitId,
+      "rendezvous.run.id": lease.wait.runId,
+      "rendezvous.continuation.attempt": lease.attempt,
+    };
+    const carrier = { traceparent: lease.traceparent, tracestate: lease.tracestate };
+    return inProcessSpan(carrier, attributes["messaging.destination.name"], attributes, (outcome) =>
+      this.#handleLease(opts, lease, leaseMs, acks, outcome),
+    );
+  }
+
+  async #handleLease(
     opts: HttpContinuationWorkerOptions,
     lease: ContinuationLease,
     leaseMs: number,
     acks: Acks,
+    outcome: ProcessOutcome,
   ): Promise<void> {
     const report = (err: unknown) => opts.onError?.(err, lease);
     // keep the lease while the handler runs longer than half of it
@@ -239,6 +277,7 @@ export class ContinuationWorker {
       if (lease.consumed) await runConsumed({ ...lease.consumed, wait: lease.wait }, opts.name, opts.handler);
       else await runOnce(opts.host, opts.name, lease.waitId, opts.handler);
     } catch (err) {
+      outcome.fail(err);
       report(err);
       return; // not acknowledged: handed out again after the lease
     } finally {

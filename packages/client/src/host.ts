@@ -7,7 +7,9 @@ import { isRetryableStatus, RendezvousApiError, RendezvousNetworkError } from ".
 import { errorBody } from "./producer.js";
 import { type DeliverRequest, type LaunchAndWaitRequest, type WaitForRequest, waitSpecOf } from "./requests.js";
 import { type Attempt, type RetryOptions, withRetry } from "./retry.js";
-import type { EventRecord, Explanation, Wait, WaitSpec, WaitState } from "./wire.js";
+import { resultOf, type WaitResult } from "./tokens.js";
+import { injectActive, otel } from "./tracing.js";
+import type { EventRecord, Explanation, IssuedToken, Wait, WaitSpec, WaitState } from "./wire.js";
 
 export type HostClientOptions = RetryOptions & {
   /** e.g. `http://127.0.0.1:8080` */
@@ -42,6 +44,9 @@ export interface ContinuationLease {
   wait: Wait;
   /** with `consume: true` in the claim: the consume done for the claimer (`wait` is the wait as consumed) */
   consumed?: { first: boolean; consumption: { by: string; at: string } };
+  /** the continuation's trace context (W3C), when it has one */
+  traceparent?: string;
+  tracestate?: string;
 }
 
 export interface ClaimRequest {
@@ -83,10 +88,14 @@ export class HostClient {
     this.#base = opts.baseUrl.replace(/\/+$/, "");
   }
 
-  /** Registers a wait; `created` is false when the same (runId, position) was registered before. */
-  async registerWait(spec: WaitSpec): Promise<{ created: boolean; wait: Wait }> {
+  /**
+   * Registers a wait; `created` is false when the same (runId, position) was registered
+   * before. With `token: true`, a new wait's answer carries its completion token (once).
+   */
+  async registerWait(spec: WaitSpec): Promise<{ created: boolean; wait: Wait; token?: IssuedToken }> {
     const { status, body } = await this.#call("POST", "/v1/waits", spec, true);
-    return { created: status === 201, wait: (body as { wait: Wait }).wait };
+    const { wait, token } = body as { wait: Wait; token?: IssuedToken };
+    return token === undefined ? { created: status === 201, wait } : { created: status === 201, wait, token };
   }
 
   async getWait(waitId: string): Promise<Wait> {
@@ -185,6 +194,34 @@ export class HostClient {
     return this.attachJob(wait.id, jobId);
   }
 
+  // --- completion tokens, heartbeats, outcomes (docs/api.md, "Completion tokens, failure and heartbeats")
+
+  /** A new completion token for a waiting wait (the previous one is invalid from then on). */
+  async createToken(waitId: string): Promise<IssuedToken> {
+    const path = `/v1/waits/${encodeURIComponent(waitId)}/token`;
+    return ((await this.#call("POST", path)).body as { token: IssuedToken }).token;
+  }
+
+  /** A heartbeat by the host: the wait's deadline becomes now + its heartbeatMs. */
+  async heartbeat(waitId: string): Promise<Wait> {
+    const path = `/v1/waits/${encodeURIComponent(waitId)}/heartbeat`;
+    return ((await this.#call("POST", path, {})).body as { wait: Wait }).wait;
+  }
+
+  /**
+   * As `waitFor`, resolving to how the wait ended: `success` (with the payload),
+   * `failure` (with the error), `timed_out` or `cancelled`. Nothing is thrown for a timeout.
+   */
+  async waitForResult(req: WaitForRequest): Promise<WaitResult> {
+    let { wait } = await this.registerWait(waitSpecOf(req));
+    for (;;) {
+      const result = resultOf(wait);
+      if (result) return result;
+      await new Promise((r) => setTimeout(r, req.pollMs ?? 200));
+      wait = await this.getWait(wait.id);
+    }
+  }
+
   async getEvent(producer: string, eventId: string): Promise<EventRecord> {
     const path = `/v1/events/${encodeURIComponent(producer)}/${encodeURIComponent(eventId)}`;
     return ((await this.#call("GET", path, undefined, true)).body as { event: EventRecord }).event;
@@ -203,6 +240,8 @@ export class HostClient {
       url += `${url.includes("?") ? "&" : "?"}tenant=${encodeURIComponent(this.#opts.tenant)}`;
     const headers: Record<string, string> = { authorization: `Bearer ${this.#opts.token}` };
     if (body !== undefined) headers["content-type"] = "application/json";
+    // the caller's trace context, when @opentelemetry/api is installed (docs/api.md, Tracing in the client)
+    injectActive(await otel(), headers);
     return withRetry(async (): Promise<Attempt<{ status: number; body: unknown }>> => {
       let res: Response;
       try {

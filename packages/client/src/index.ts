@@ -42,4 +42,5 @@ export type {
 } from "./requests.js";
 export { type Attempt, backoff, type RetryOptions, withRetry } from "./retry.js";
 export { signatureHeader } from "./signing.js";
+export { resultOf, TokenClient, type TokenClientOptions, type TokenResult, type WaitResult } from "./tokens.js";
 export type * from "./wire.js";

@@ -6,6 +6,7 @@
 import { type ApiErrorBody, isRetryableStatus, RendezvousApiError, RendezvousNetworkError } from "./errors.js";
 import { type Attempt, type RetryOptions, withRetry } from "./retry.js";
 import { signatureHeader } from "./signing.js";
+import { injectActive, otel } from "./tracing.js";
 import type { EventInput, EventRecord } from "./wire.js";
 
 /** Credentials: an HMAC secret (the request is signed) or a bearer key. */
@@ -107,12 +108,15 @@ export class ProducerClient {
   async #post(path: string, rawBody: string): Promise<unknown> {
     const url = `${this.#base}${path}`;
     const timeoutMs = this.#opts.timeoutMs ?? 10_000;
+    // the caller's trace context (not signed: the signature covers the body alone)
+    const trace: Record<string, string> = {};
+    injectActive(await otel(), trace);
     return withRetry(async (): Promise<Attempt<unknown>> => {
       let res: Response;
       try {
         res = await this.#fetch(url, {
           method: "POST",
-          headers: this.#headers(rawBody),
+          headers: { ...this.#headers(rawBody), ...trace },
           body: rawBody,
           signal: AbortSignal.timeout(timeoutMs),
         });

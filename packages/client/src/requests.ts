@@ -4,7 +4,7 @@
  * `runId`, `position`, `eventType`, `correlationId`, `timeoutMs` | `deadline`,
  * `since`, `metadata` — wherever a call registers one.
  */
-import type { WaitSpec } from "./wire.js";
+import type { FailureError, WaitSpec } from "./wire.js";
 
 /** The event type, by its API name; `event` is a deprecated alias, accepted as well. */
 export type EventTypeField =
@@ -37,6 +37,10 @@ export interface DeliverRequest {
   payload?: Record<string, unknown>;
   /** resolve every matching wait (else several matches answer `ambiguous`) */
   all?: boolean;
+  /** the resolutions' outcome @defaultValue "success" */
+  outcome?: "success" | "failure";
+  /** a failure's error (only with outcome failure) */
+  error?: FailureError;
 }
 
 /** The `POST /v1/waits` body of a request: the WaitSpec fields alone, `event` read as `eventType`. */
@@ -50,5 +54,7 @@ export function waitSpecOf(req: WaitFields): WaitSpec {
   if (req.deadline !== undefined) spec.deadline = req.deadline;
   if (req.since !== undefined) spec.since = req.since;
   if (req.metadata !== undefined) spec.metadata = req.metadata;
+  if (req.token !== undefined) spec.token = req.token;
+  if (req.heartbeatMs !== undefined) spec.heartbeatMs = req.heartbeatMs;
   return spec;
 }

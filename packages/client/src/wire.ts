@@ -36,11 +36,27 @@ export interface WaitSpec {
   since?: string | undefined;
   externalJobId?: string | undefined;
   metadata?: JsonObject | undefined;
+  /** ask for a completion token (not part of the definition): the 201 answer carries it once */
+  token?: boolean | undefined;
+  /** each accepted heartbeat sets deadline = now + heartbeatMs (part of the definition) */
+  heartbeatMs?: number | undefined;
 }
 
 export type WaitState = "waiting" | "resolved" | "timed_out" | "cancelled";
 
-export type ResolutionKind = "event" | "timeout" | "cancel" | "deliver";
+export type ResolutionKind = "event" | "timeout" | "cancel" | "deliver" | "token";
+
+/** How a resolution ended for the run (kinds event, deliver, token). */
+export type Outcome = "success" | "failure";
+
+/** The error object of a failure (token fail, deliver with outcome failure). */
+export interface FailureError {
+  /** 1–2000 */
+  message: string;
+  /** 1–200 */
+  code?: string | undefined;
+  details?: JsonObject | undefined;
+}
 
 /** A reference to an accepted event. */
 export interface EventRef {
@@ -62,8 +78,12 @@ export interface Resolution {
   event?: ResolvingEvent | undefined;
   /** the deadline that passed (kind `timeout`) */
   deadline?: string | undefined;
-  /** the delivered payload (kind `deliver`) */
+  /** the delivered payload (kinds `deliver` and `token`) */
   payload?: JsonObject | null | undefined;
+  /** success or failure (kinds `event`, `deliver`, `token`) */
+  outcome?: Outcome | undefined;
+  /** the error given with a failure */
+  error?: JsonObject | null | undefined;
 }
 
 export type HistoryWhat =
@@ -74,7 +94,9 @@ export type HistoryWhat =
   | "duplicate_ignored"
   | "continuation_dispatched"
   | "consumed"
-  | "sweeper_rescheduled";
+  | "sweeper_rescheduled"
+  | "token_issued"
+  | "heartbeat";
 
 /** One timeline entry; entries carry more fields per `what`. */
 export interface HistoryEntry {
@@ -106,6 +128,16 @@ export interface Wait {
   consumption: Consumption | null;
   lateEvents: EventRef[];
   history: HistoryEntry[];
+  /** when the current completion token was issued; null: none was */
+  token: { issuedAt: string } | null;
+  /** heartbeats of a wait registered with heartbeatMs; null otherwise */
+  heartbeat: { intervalMs: number; count: number; lastAt: string | null } | null;
+}
+
+/** A completion token as issued (shown once): its value, and its complete URL when the server has `publicUrl`. */
+export interface IssuedToken {
+  value: string;
+  url?: string | undefined;
 }
 
 export type EventStatus = "pending" | "matched" | "buffered" | "late" | "expired";
@@ -156,6 +188,9 @@ export type ErrorCode =
   | "not_waiting"
   | "not_resolved"
   | "lease_expired"
+  | "token_invalid"
+  | "deadline_passed"
+  | "heartbeat_disabled"
   | "already_exists"
   | "tenant_has_waits"
   | "unavailable"

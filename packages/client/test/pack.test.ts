@@ -43,6 +43,8 @@ const FORBIDDEN = [
   "zod",
   "bullmq",
   "ioredis",
+  // an optional peer: the host program runs without it (no trace context sent)
+  "@opentelemetry/api",
 ];
 
 const HOST_KEY = "hk_pack";
@@ -339,6 +341,56 @@ describe("the packed client", () => {
       peer,
     );
     expect(loaded.stdout.trim()).toBe("continuations.demo function");
+  }, 60_000);
+
+  it("with @opentelemetry/api installed, the packed client sends the active span's traceparent", async () => {
+    const traced = join(project, "with-otel");
+    mkdirSync(traced);
+    writeFileSync(join(traced, "package.json"), JSON.stringify({ name: "otel-host", private: true, type: "module" }));
+    const tarball = readdirSync(project).find((f) => f.endsWith(".tgz")) as string;
+    const version = (name: string): string =>
+      JSON.parse(readFileSync(join(workspace, "node_modules", name, "package.json"), "utf8")).version;
+    const otel = ["api", "sdk-trace-base", "core", "context-async-hooks"].map(
+      (p) => `@opentelemetry/${p}@${version(`@opentelemetry/${p}`)}`,
+    );
+    await ok(
+      "npm",
+      ["install", "--no-audit", "--no-fund", "--prefer-offline", join(project, tarball), ...otel],
+      traced,
+    );
+    // plain node, the installed packages: a span made active, one registerWait against a
+    // node:http stand-in that prints the traceparent it received and the span's ids
+    const program = `
+      import { createServer } from "node:http";
+      import { context, propagation, trace } from "@opentelemetry/api";
+      import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
+      import { W3CTraceContextPropagator } from "@opentelemetry/core";
+      import { BasicTracerProvider } from "@opentelemetry/sdk-trace-base";
+      import { HostClient } from "@rendezvous/client";
+      trace.setGlobalTracerProvider(new BasicTracerProvider());
+      context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+      propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+      const seen = [];
+      const server = createServer((req, res) => {
+        seen.push(req.headers.traceparent ?? null);
+        res.writeHead(201, { "content-type": "application/json" }).end(JSON.stringify({ wait: { id: "w" } }));
+      });
+      await new Promise((r) => server.listen(0, "127.0.0.1", r));
+      const host = new HostClient({ baseUrl: "http://127.0.0.1:" + server.address().port, token: "hk" });
+      const spec = { runId: "r", position: "p", eventType: "t", correlationId: "c" };
+      const span = trace.getTracer("pack").startSpan("host");
+      await context.with(trace.setSpan(context.active(), span), () => host.registerWait(spec));
+      await host.registerWait(spec); // outside any span: none
+      span.end();
+      server.close();
+      console.log(JSON.stringify({ seen, traceId: span.spanContext().traceId, spanId: span.spanContext().spanId }));
+    `;
+    writeFileSync(join(traced, "program.mjs"), program);
+    const r = await run(process.execPath, ["program.mjs"], traced);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.stdout.trim()) as { seen: Array<string | null>; traceId: string; spanId: string };
+    expect(out.seen).toEqual([`00-${out.traceId}-${out.spanId}-01`, null]);
   }, 60_000);
 
   for (const major of [22, 24]) {

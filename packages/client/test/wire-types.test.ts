@@ -30,6 +30,9 @@ describe("wire types", () => {
     expectTypeOf<wire.Verdict>().toEqualTypeOf<core.Verdict>();
     expectTypeOf<wire.Explanation>().toEqualTypeOf<core.Explanation>();
     expectTypeOf<wire.ErrorCode>().toEqualTypeOf<core.ErrorCode>();
+    expectTypeOf<wire.Outcome>().toEqualTypeOf<core.Outcome>();
+    expectTypeOf<wire.FailureError>().toEqualTypeOf<core.FailureError>();
+    expectTypeOf<wire.IssuedToken>().toEqualTypeOf<core.IssuedToken>();
     expectTypeOf<Omit<ConsumeResult, "wait">>().toEqualTypeOf<Omit<core.ConsumeResult, "wait">>();
     expectTypeOf<ConsumeResult["wait"]>().toEqualTypeOf<wire.Wait>();
   });
@@ -50,6 +53,9 @@ describe("wire types", () => {
       not_waiting: true,
       not_resolved: true,
       lease_expired: true,
+      token_invalid: true,
+      deadline_passed: true,
+      heartbeat_disabled: true,
       already_exists: true,
       tenant_has_waits: true,
       unavailable: true,

@@ -79,6 +79,8 @@ export interface Explanation {
     };
     rejections?: Rejection[];
     nearMisses?: NearMiss[];
+    /** a wait registered with heartbeatMs; overdue: still waiting past its deadline */
+    heartbeat?: { intervalMs: number; count: number; lastAt: string | null; deadline: string | null; overdue: boolean };
   } & Record<string, unknown>;
 }
 
@@ -121,6 +123,39 @@ export interface Overview {
     latenessMeanMs: number | null;
     resolutions: Record<string, number>;
   };
+  /** null for a host key: the request counter is the api process's */
+  http: HttpFigures | null;
+  /** null when the process knows no queues or could not read them */
+  queues: QueueFigures | null;
+}
+
+export interface HttpFigures {
+  series: Array<{ at: string; requests: number; clientErrors: number; serverErrors: number }>;
+  recent: {
+    seconds: number;
+    requestsPerSec: number;
+    clientErrorsPerSec: number;
+    serverErrorsPerSec: number;
+    clientErrorShare: number | null;
+    serverErrorShare: number | null;
+  };
+  totals: { requests: number; clientErrors: number; serverErrors: number };
+}
+
+export interface QueueDepth {
+  waiting: number;
+  active: number;
+  delayed: number;
+  failed: number;
+  oldestWaitingAgeMs: number | null;
+}
+
+export interface QueueFigures {
+  continuations: QueueDepth & { queues: number };
+  /** null for a host key and when the admin names a tenant: shared by every tenant */
+  webhooks: QueueDepth | null;
+  timeouts: QueueDepth | null;
+  busiest: Array<QueueDepth & { queue: string }>;
 }
 
 export interface JobInfo {

@@ -14,7 +14,9 @@
   ARGV[2] payload        raw payload JSON or ""
   ARGV[3] retentionMs
   ARGV[4] now            "" = Redis TIME
-  ARGV[5..] waitIds
+  ARGV[5] outcome        "s" success, "f" failure
+  ARGV[6] error          raw error JSON or "" (a failure's)
+  ARGV[7..] waitIds
 
   Returns { OK, deliveredWaitIds }
   Appends: resolved history entries (kind deliver) and outbox entries.
@@ -28,15 +30,24 @@ local tenantPrefix, payload, retentionMs = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local now = nowMs(ARGV[4])
 
 local delivered = {}
-for i = 5, #ARGV do
+local outcome, err = ARGV[5], ARGV[6]
+for i = 7, #ARGV do
   local waitId = ARGV[i]
   local wait = loadOwnWait(keys.waits, waitId, tenantPrefix)
   if wait ~= nil and wait["s"] == "w" and (wait["dl"] == nil or now <= wait["dl"]) then
     local resolution = { k = "d", at = now }
+    local entry = { at = now, w = "resolved", k = "d" }
     if payload ~= "" then
       resolution["pl"] = payload
     end
-    settleWait(keys, waitId, wait, "r", resolution, { at = now, w = "resolved", k = "d" }, now, retentionMs)
+    if outcome == "f" then
+      resolution["o"] = "f"
+      entry["o"] = "f"
+    end
+    if err ~= "" then
+      resolution["er"] = err
+    end
+    settleWait(keys, waitId, wait, "r", resolution, entry, now, retentionMs)
     delivered[#delivered + 1] = waitId
   end
 end

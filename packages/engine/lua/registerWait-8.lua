@@ -14,8 +14,8 @@
   KEYS[8] expiry     {p}:x   zset of records to remove, scored by time
 
   ARGV[1] waitId
-  ARGV[2] record       JSON {mk, r, p, j?, m?}: encoded match key, runId, position,
-                       externalJobId, raw metadata JSON
+  ARGV[2] record       JSON {mk, r, p, j?, m?, tk?, hb?}: encoded match key, runId,
+                       position, externalJobId, raw metadata JSON, token hash, heartbeatMs
   ARGV[3] timeoutMs    "" or a number: deadline = now + timeoutMs on the Redis clock
   ARGV[4] deadlineMs   "" or an absolute deadline (used when timeoutMs is "")
   ARGV[5] sinceMs      "" or the earliest accepted time a buffered event may have
@@ -35,6 +35,7 @@
 --@include "event-record"
 --@include "inbox"
 --@include "resolve-by-event"
+--@include "tokens"
 
 --@keys
 local waitId, recordJson = ARGV[1], ARGV[2]
@@ -55,6 +56,7 @@ if ARGV[3] ~= "" then
 elseif ARGV[4] ~= "" then
   deadline = tonumber(ARGV[4])
 end
+deadline = registrationExtras(wait, now, deadline)
 wait["dl"] = deadline
 local since = 0
 if ARGV[5] ~= "" then

@@ -146,6 +146,24 @@ export const Config = z.strictObject({
    * @defaultValue 100
    */
   fanoutCap: z.int().min(1).max(10_000).default(100),
+  /**
+   * The address token holders reach this API at (`http:`/`https:`); with it an issued
+   * completion token comes with its complete URL. A trailing `/` is dropped.
+   */
+  publicUrl: z
+    .url({ protocol: /^https?$/ })
+    .transform((u) => u.replace(/\/+$/, ""))
+    .optional(),
+  /**
+   * Token route requests one client address may send per second (per API process).
+   * @defaultValue 20
+   */
+  tokenRateLimitPerAddressPerSec: z.int().min(1).max(1_000_000).default(20),
+  /**
+   * Token route requests naming one wait per second (per API process).
+   * @defaultValue 10
+   */
+  tokenRateLimitPerWaitPerSec: z.int().min(1).max(1_000_000).default(10),
   tenants: z.record(Name, TenantConfig).default({}),
   eventTypes: z.record(EventType, EventTypeConfig).default({}),
 });

@@ -20,11 +20,12 @@ export async function explainWait(
   wait: Wait,
   opts: { backlogThresholdMs: number },
 ): Promise<Explanation> {
+  const extras = tokenAndHeartbeat(wait);
   if (wait.state !== "waiting") {
     return {
       state: wait.state,
       verdict: wait.state,
-      details: { resolution: wait.resolution, consumption: wait.consumption, lateEvents: wait.lateEvents },
+      details: { resolution: wait.resolution, consumption: wait.consumption, lateEvents: wait.lateEvents, ...extras },
     };
   }
   const reader = new PartitionReader(store);
@@ -43,6 +44,7 @@ export async function explainWait(
     backlog: b,
     rejections: relevantRejections,
     nearMisses: misses,
+    ...extras,
   };
   if ((b.oldestUnprocessedAgeMs ?? 0) > opts.backlogThresholdMs) {
     return { state: "waiting", verdict: "backlog", details: base };
@@ -50,4 +52,22 @@ export async function explainWait(
   if (relevantRejections.length > 0) return { state: "waiting", verdict: "rejected_signal", details: base };
   if (misses.length > 0) return { state: "waiting", verdict: "correlation_mismatch", details: base };
   return { state: "waiting", verdict: "no_signal", details: base };
+}
+
+/**
+ * The token and heartbeat details of a wait: `token` always, `heartbeat` for a wait
+ * registered with heartbeatMs (`overdue`: still waiting, its deadline passed — the
+ * heartbeats stopped and the timeout is due).
+ */
+function tokenAndHeartbeat(wait: Wait): Record<string, unknown> {
+  const out: Record<string, unknown> = { token: wait.token };
+  if (wait.heartbeat) {
+    const deadline = wait.deadline;
+    out.heartbeat = {
+      ...wait.heartbeat,
+      deadline,
+      overdue: wait.state === "waiting" && deadline !== null && Date.parse(deadline) < Date.now(),
+    };
+  }
+  return out;
 }

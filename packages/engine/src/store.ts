@@ -3,11 +3,13 @@ import { KeyLayout } from "./keys.js";
 import type { RedisLike } from "./redis.js";
 import { IngestSystem } from "./systems/ingest.js";
 import { ResolutionSystem } from "./systems/resolution.js";
+import { TokensSystem } from "./systems/tokens.js";
 import { WaitsSystem } from "./systems/waits.js";
 
 export type { StoreConfig } from "./engine-context.js";
 export type { Rejection } from "./formats/rejection-record.js";
 export { type IngestInput, type IngestResult, REJECTIONS_KEPT } from "./systems/ingest.js";
+export type { TokenCompletion } from "./systems/tokens.js";
 export type { DeliverRequest } from "./systems/waits.js";
 export type { ConsumeResult } from "./transitions/consumeWait.js";
 export type { MatchResult } from "./transitions/matchEvent.js";
@@ -41,6 +43,7 @@ export class Store {
     const ingest = new IngestSystem(ctx);
     const waits = new WaitsSystem(ctx);
     const resolution = new ResolutionSystem(ctx);
+    const tokens = new TokensSystem(ctx);
     this.ingest = ingest.ingest.bind(ingest);
     this.getEvent = ingest.getEvent.bind(ingest);
     this.recordRejections = ingest.recordRejections.bind(ingest);
@@ -60,6 +63,11 @@ export class Store {
     this.timeoutMany = resolution.timeoutMany.bind(resolution);
     this.expire = resolution.expire.bind(resolution);
     this.expireMany = resolution.expireMany.bind(resolution);
+    this.completeByToken = tokens.completeByToken.bind(tokens);
+    this.heartbeatByToken = tokens.heartbeatByToken.bind(tokens);
+    this.heartbeat = tokens.heartbeat.bind(tokens);
+    this.rotateToken = tokens.rotateToken.bind(tokens);
+    this.tokenWaitId = tokens.tokenWaitId.bind(tokens);
   }
 
   /**
@@ -100,4 +108,11 @@ export class Store {
   timeoutMany: ResolutionSystem["timeoutMany"];
   expire: ResolutionSystem["expire"];
   expireMany: ResolutionSystem["expireMany"];
+
+  /** systems/tokens.ts */
+  completeByToken: TokensSystem["completeByToken"];
+  heartbeatByToken: TokensSystem["heartbeatByToken"];
+  heartbeat: TokensSystem["heartbeat"];
+  rotateToken: TokensSystem["rotateToken"];
+  tokenWaitId: TokensSystem["tokenWaitId"];
 }

@@ -1,6 +1,7 @@
 /**
  * Seeded property test: random interleavings of register / ingest / match / clock /
- * timeout / cancel / consume over a few match keys and run positions, against a real
+ * timeout / cancel / consume / token complete and fail / token rotation / heartbeat
+ * (by the host or through the token) over a few match keys and run positions, against a real
  * Redis. A small model of the expected state is kept next to the Store; after EVERY
  * step the real waits and events are read back and checked against the model and
  * against the invariants of docs/architecture.md (Transitions):
@@ -19,7 +20,11 @@
  *      accepted at or before the deadline is still unmatched (and, conversely, it
  *      does succeed once that holds);
  *   6. the history of a wait holds exactly one `resolved` entry once settled, none
- *      while waiting.
+ *      while waiting;
+ *   7. a completion token completes or fails its wait only while it is `waiting`, at or
+ *      before its deadline, and only the current token (a rotated one is refused); a
+ *      heartbeat is accepted on the same terms and sets deadline = now + heartbeatMs,
+ *      which every later match and timeout judges by.
  * Besides, every reply is checked against the model: which waits a match resolves or
  * records as late, which buffered event a registration takes (the earliest on time),
  * why a timeout does not fire (not_due / backlog / not_waiting), duplicates and
@@ -49,6 +54,7 @@ const SLOTS = ["run-1", "run-2", "run-3", "run-4"].flatMap((runId) =>
 );
 
 const RUNS = Number(process.env.RENDEZVOUS_RUNS ?? 100);
+const HEARTBEAT_MS = 1000;
 
 // ------------------------------------------------------------------ operations
 
@@ -64,7 +70,14 @@ type Op =
       sinceOffset: number | null;
       /** re-send the slot's first definition when it has one */
       again: boolean;
+      /** ask for a completion token */
+      token: boolean;
+      /** register with heartbeatMs (HEARTBEAT_MS) */
+      heartbeat: boolean;
     }
+  | { kind: "complete"; wait: number; fail: boolean; stale: boolean }
+  | { kind: "heartbeat"; wait: number; byToken: boolean }
+  | { kind: "rotate"; wait: number }
   | { kind: "ingest"; producer: number; items: IngestItem[] }
   | { kind: "match"; picks: number[]; rematch: number | null }
   | { kind: "tick"; ms: number }
@@ -102,8 +115,24 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
       absolute: fc.boolean(),
       sinceOffset: fc.option(fc.integer({ min: -1000, max: 300 }), { nil: null }),
       again: fc.boolean(),
+      token: fc.boolean(),
+      heartbeat: fc.boolean(),
     }),
   },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant("complete" as const),
+      wait: fc.nat({ max: 63 }),
+      fail: fc.boolean(),
+      stale: fc.boolean(),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({ kind: fc.constant("heartbeat" as const), wait: fc.nat({ max: 63 }), byToken: fc.boolean() }),
+  },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("rotate" as const), wait: fc.nat({ max: 63 }) }) },
   {
     weight: 3,
     arbitrary: fc.record({
@@ -169,7 +198,14 @@ interface ModelEvent {
 type ModelResolution =
   | { kind: "event"; at: number; event: ModelEvent }
   | { kind: "timeout"; at: number; deadline: number }
-  | { kind: "cancel"; at: number };
+  | { kind: "cancel"; at: number }
+  | {
+      kind: "token";
+      at: number;
+      outcome: "success" | "failure";
+      payload: Record<string, unknown> | null;
+      error: Record<string, unknown> | null;
+    };
 
 interface ModelWait {
   id: string;
@@ -186,6 +222,12 @@ interface ModelWait {
   consumeCalls: Array<{ first: boolean; by: string }>;
   /** the first settled state read back from Redis (invariant 1) */
   settled: { state: WaitState; resolution: Wait["resolution"] } | null;
+  /** the current completion token, the ones rotated away, how many were issued */
+  token: string | null;
+  oldTokens: string[];
+  issued: number;
+  heartbeatMs: number | null;
+  beats: number;
 }
 
 interface Model {
@@ -214,7 +256,22 @@ function defOf(spec: WaitSpec) {
     timeoutMs: spec.timeoutMs ?? null,
     deadline: spec.deadline === undefined ? null : Date.parse(spec.deadline),
     since: spec.since === undefined ? null : Date.parse(spec.since),
+    heartbeatMs: spec.heartbeatMs ?? null,
   };
+}
+
+/** A well-formed token for the wait that is not its token (a guess). */
+const guessedToken = (waitId: string) => `rt1~${waitId}~${"A".repeat(43)}`;
+
+/** The error code of a call, or "ok". */
+async function codeOf(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+    return "ok";
+  } catch (err) {
+    if (isRendezvousError(err)) return err.code;
+    throw err;
+  }
 }
 
 /**
@@ -267,7 +324,9 @@ async function runStep(h: Harness, model: Model, op: Op): Promise<string> {
           else spec.timeoutMs = op.limit;
         }
         if (op.sinceOffset !== null) spec.since = iso(Math.max(0, now + op.sinceOffset));
+        if (op.heartbeat) spec.heartbeatMs = HEARTBEAT_MS;
       }
+      if (op.token) spec = { ...spec, token: true };
       const label = `register ${slotName(op.slot)} ${JSON.stringify(defOf(spec))}`;
 
       if (existing) {
@@ -297,7 +356,9 @@ async function runStep(h: Harness, model: Model, op: Op): Promise<string> {
           ? now + spec.timeoutMs
           : spec.deadline !== undefined
             ? Date.parse(spec.deadline)
-            : null;
+            : spec.heartbeatMs !== undefined
+              ? now + spec.heartbeatMs
+              : null;
       const since = spec.since === undefined ? null : Date.parse(spec.since);
       const w: ModelWait = {
         id: waitId,
@@ -313,6 +374,11 @@ async function runStep(h: Harness, model: Model, op: Op): Promise<string> {
         consumption: null,
         consumeCalls: [],
         settled: null,
+        token: null,
+        oldTokens: [],
+        issued: 0,
+        heartbeatMs: spec.heartbeatMs ?? null,
+        beats: 0,
       };
       // the earliest buffered event of the match key it may take resolves it at once
       const candidate = model.events
@@ -320,8 +386,13 @@ async function runStep(h: Harness, model: Model, op: Op): Promise<string> {
         // events of one ingest call share their entry id: then the inbox orders by event key
         .sort((a, b) => compareSid(a.streamId, b.streamId) || (a.eventKey < b.eventKey ? -1 : 1))[0];
 
-      const { created, wait } = await store.register(TENANT, spec);
+      const { created, wait, token } = await store.register(TENANT, spec);
       expect(created, label).toBe(true);
+      expect(token !== undefined, `${label}: a token exactly when asked`).toBe(spec.token === true);
+      if (token !== undefined) {
+        w.token = token;
+        w.issued = 1;
+      }
       expect(wait.id, label).toBe(waitId);
       expect(wait.deadline, `${label}: deadline`).toBe(deadline === null ? null : iso(deadline));
       model.waits.set(op.slot, w);
@@ -573,6 +644,91 @@ async function runStep(h: Harness, model: Model, op: Op): Promise<string> {
       return `${label} → cancelled`;
     }
 
+    case "complete": {
+      const w = pickWait(model, op.wait, (x) => x.state === "waiting" && x.token !== null);
+      const stale = w !== null && op.stale && w.oldTokens.length > 0;
+      const token =
+        w === null ? guessedToken(model.ghostId) : stale ? (w.oldTokens[0] as string) : (w.token ?? guessedToken(w.id));
+      const payload = { step: model.nextId };
+      const error = { message: `failed ${model.nextId}` };
+      const code = await codeOf(
+        store.completeByToken(token, op.fail ? { outcome: "failure", error } : { outcome: "success", payload }),
+      );
+      const label = `${op.fail ? "fail" : "complete"} by ${w === null ? "a guessed token" : stale ? "a rotated token" : w.token ? "its token" : "a guessed token"} ${w ? `${w.id} (${w.state})` : ""}`;
+      const want =
+        w === null || stale || w.token === null
+          ? "token_invalid"
+          : w.state !== "waiting"
+            ? "not_waiting"
+            : w.deadline !== null && now > w.deadline
+              ? "deadline_passed"
+              : "ok";
+      expect(code, label).toBe(want);
+      note(`complete: ${code}`);
+      if (w && code === "ok") {
+        w.state = "resolved";
+        w.resolution = op.fail
+          ? { kind: "token", at: now, outcome: "failure", payload: null, error }
+          : { kind: "token", at: now, outcome: "success", payload, error: null };
+      }
+      return `${label} → ${code}`;
+    }
+
+    case "heartbeat": {
+      const w = pickWait(model, op.wait, (x) => x.state === "waiting" && x.heartbeatMs !== null);
+      if (!w) {
+        expect(await codeOf(store.heartbeat(TENANT, model.ghostId)), "heartbeat of an unknown wait").toBe("not_found");
+        note("heartbeat: not_found");
+        return "heartbeat <unknown> → not_found";
+      }
+      const byToken = op.byToken;
+      const token = w.token ?? guessedToken(w.id);
+      const code = await codeOf(byToken ? store.heartbeatByToken(token) : store.heartbeat(TENANT, w.id));
+      const label = `heartbeat ${w.id} ${byToken ? "by token" : "by host"} (${w.state}, deadline ${w.deadline === null ? "-" : w.deadline - 1_800_000_000_000}, t=${now - 1_800_000_000_000})`;
+      const want =
+        byToken && w.token === null
+          ? "token_invalid"
+          : w.state !== "waiting"
+            ? "not_waiting"
+            : w.heartbeatMs === null
+              ? "heartbeat_disabled"
+              : w.deadline !== null && now > w.deadline
+                ? "deadline_passed"
+                : "ok";
+      expect(code, label).toBe(want);
+      note(`heartbeat: ${code}`);
+      if (code === "ok") {
+        w.deadline = now + (w.heartbeatMs as number);
+        w.beats++;
+      }
+      return `${label} → ${code}`;
+    }
+
+    case "rotate": {
+      const w = pickWait(model, op.wait, (x) => x.state === "waiting");
+      const reply = await store.rotateToken(TENANT, w?.id ?? model.ghostId).then(
+        (r) => r,
+        (e: unknown) => e,
+      );
+      if (!w) {
+        expect(isRendezvousError(reply, "not_found"), "rotate of an unknown wait → not_found").toBe(true);
+        note("rotate: not_found");
+        return "rotate <unknown> → not_found";
+      }
+      const label = `rotate ${w.id} (${w.state})`;
+      if (w.state !== "waiting") {
+        expect(isRendezvousError(reply, "not_waiting"), `${label}: a settled wait → not_waiting`).toBe(true);
+        note("rotate: not_waiting");
+        return `${label} → not_waiting`;
+      }
+      expect(isRendezvousError(reply), label).toBe(false);
+      if (w.token !== null) w.oldTokens.push(w.token);
+      w.token = (reply as { token: string }).token;
+      w.issued++;
+      note("rotate: rotated");
+      return `${label} → rotated`;
+    }
+
     case "consume": {
       const w = pickWait(model, op.wait, (x) => x.state !== "waiting");
       const worker = WORKERS[op.worker] as string;
@@ -629,11 +785,22 @@ function expectedResolution(r: ModelResolution): Wait["resolution"] {
           streamId: r.event.streamId,
           payload: r.event.payload,
         },
+        outcome: "success",
       };
     case "timeout":
       return { kind: "timeout", at: iso(r.at), deadline: iso(r.deadline) };
     case "cancel":
       return { kind: "cancel", at: iso(r.at) };
+    case "token": {
+      const out: NonNullable<Wait["resolution"]> = {
+        kind: "token",
+        at: iso(r.at),
+        payload: r.payload,
+        outcome: r.outcome,
+      };
+      if (r.outcome === "failure") out.error = r.error;
+      return out;
+    }
   }
 }
 
@@ -658,7 +825,7 @@ function holds(condition: boolean, message: string): void {
   if (!condition) expect(condition, message).toBe(true);
 }
 
-const OUTBOX_KIND = { event: "e", timeout: "t", cancel: "c" } as const;
+const OUTBOX_KIND = { event: "e", timeout: "t", cancel: "c", token: "k" } as const;
 
 async function checkInvariants(h: Harness, model: Model): Promise<void> {
   const { store } = h;
@@ -691,7 +858,11 @@ async function checkInvariants(h: Harness, model: Model): Promise<void> {
       w.settled = { state: real.state, resolution: real.resolution };
     }
     same(real.state, w.state, `${what}: state`);
-    same(real.resolution?.kind ?? null, KIND_OF_STATE[real.state], `${what}: resolution kind matches the state`);
+    same(
+      real.resolution?.kind === "token" && real.state === "resolved" ? "event" : (real.resolution?.kind ?? null),
+      KIND_OF_STATE[real.state],
+      `${what}: resolution kind matches the state (a token resolves as an event does)`,
+    );
     same(real.resolution, w.resolution ? expectedResolution(w.resolution) : null, `${what}: resolution`);
     same(
       [real.deadline, real.since, real.createdAt],
@@ -742,6 +913,10 @@ async function checkInvariants(h: Harness, model: Model): Promise<void> {
       `${what}: consumption`,
     );
     same(whats.filter((x) => x === "consumed").length, w.consumption ? 1 : 0, `${what}: consumed entries`);
+    // 7. tokens issued and heartbeats accepted, each with its entry
+    same(whats.filter((x) => x === "token_issued").length, w.issued, `${what}: token_issued entries`);
+    same(whats.filter((x) => x === "heartbeat").length, w.beats, `${what}: heartbeat entries`);
+    same(real.heartbeat?.count ?? null, w.heartbeatMs === null ? null : w.beats, `${what}: heartbeat count`);
   }
 
   const known = new Set(waits.map((w) => w.id));

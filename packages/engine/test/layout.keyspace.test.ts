@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { Code, KeyLayout, luaScripts } from "../src/index.js";
 import { event, ingestOne, makeStore, matchOne } from "./helpers.js";
@@ -91,7 +91,12 @@ describe("key layout", () => {
   });
 
   it("the Lua outcome codes mirror the TypeScript table", () => {
-    const lua = readFileSync(new URL("../lua/includes/codes.lua", import.meta.url), "utf8");
+    // codes.lua holds the common codes; an include of one feature may add its own (tokens.lua)
+    const dir = new URL("../lua/includes/", import.meta.url);
+    const lua = readdirSync(dir)
+      .filter((f) => f.endsWith(".lua"))
+      .map((f) => readFileSync(new URL(f, dir), "utf8"))
+      .join("\n");
     const found: Record<string, number> = {};
     for (const m of lua.matchAll(/^local ((?:C_[A-Z_]+,?\s*)+)=\s*([-\d,\s]+)$/gm)) {
       const names = (m[1] ?? "").split(",").map((s) => s.trim().replace(/^C_/, ""));

@@ -28,6 +28,7 @@ import { installProcessMetrics, opsRoutes } from "./ops.js";
 import { ingestRoutes } from "./producers/routes.js";
 import { installQueueGauges } from "./queue-metrics.js";
 import { lazyChildLogger } from "./request-logger.js";
+import { redactTokenUrl, tokenRoutes } from "./token-routes.js";
 import { clientAborted } from "./unread-body.js";
 
 /** The API's version in the OpenAPI document. */
@@ -172,14 +173,17 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     if (clientAborted(request)) {
       // the client's doing, and nobody is left to read the answer
       request.log.debug(
-        { url: request.url, method: request.method, code: apiError.code },
+        { url: redactTokenUrl(request.url), method: request.method, code: apiError.code },
         "client aborted the request",
       );
     } else if (apiError.code === "unavailable") {
       // Redis trouble is not a bug; under a frozen Redis every request ends here
-      request.log.warn({ err: err.message, reason: apiError.details.reason, url: request.url }, "store unavailable");
+      request.log.warn(
+        { err: err.message, reason: apiError.details.reason, url: redactTokenUrl(request.url) },
+        "store unavailable",
+      );
     } else if (apiError.statusCode >= 500) {
-      request.log.error({ err, url: request.url, method: request.method }, "request failed");
+      request.log.error({ err, url: redactTokenUrl(request.url), method: request.method }, "request failed");
     }
     lingerAfterTooLarge(apiError, request, reply);
     return sendApiError(reply, apiError);
@@ -222,10 +226,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       });
       await api.register(hostRoutes, { res, credentials, scheduleTimeout: deps.scheduleTimeout });
       await api.register(continuationRoutes, { res, credentials });
+      await api.register(tokenRoutes, { res, scheduleTimeout: deps.scheduleTimeout });
       if (deps.registry) await api.register(adminRoutes, { res, admin: deps.registry, credentials });
     });
     await app.register(adminQueues, { res, queueNames: deps.queueNames ?? [] });
-    await app.register(consoleRoutes, { res, credentials, boardPath: BOARD_PATH });
+    await app.register(consoleRoutes, {
+      res,
+      credentials,
+      boardPath: BOARD_PATH,
+      queueNames: deps.queueNames ?? [],
+    });
     const document = {
       operationId: "getOpenApiDocument",
       tags: ["operations"],

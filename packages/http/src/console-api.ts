@@ -18,7 +18,8 @@ import { Queue } from "bullmq";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { authenticateHost, type CredentialIndex, type HostIdentity, readTenant } from "./auth.js";
-import { latenessOf, rates, resolutionsOf, type Sampler } from "./console-stats.js";
+import { HttpFiguresSchema, QueueFiguresSchema, queueFigures } from "./console-figures.js";
+import { httpFigures, latenessOf, rates, resolutionsOf, type Sampler } from "./console-stats.js";
 import { ListQuery, leaseUntilSent } from "./host-routes.js";
 
 export interface ConsoleApiOptions {
@@ -27,6 +28,8 @@ export interface ConsoleApiOptions {
   sampler: Sampler;
   /** where Bull Board is mounted */
   boardPath: string;
+  /** the deployment's BullMQ queues (the overview's queue depths) */
+  queueNames: readonly string[];
 }
 
 const errors = errorResponses(400, 401, 404, 503);
@@ -73,6 +76,7 @@ export const consoleApi: FastifyPluginAsyncZod<ConsoleApiOptions> = async (app, 
   const store = res.store;
   const reader = new PartitionReader(store);
   const tenants = Object.keys(res.config.tenants).sort();
+  const queuesOf = queueFigures(res, opts.queueNames);
 
   const connection = res.connect("console");
   const queues = new Map<string, Queue>();
@@ -162,6 +166,9 @@ export const consoleApi: FastifyPluginAsyncZod<ConsoleApiOptions> = async (app, 
               latenessMeanMs: z.number().nullable(),
               resolutions: z.record(z.string(), z.number()),
             }),
+            /** null for a host key: the request counter is the process's */
+            http: HttpFiguresSchema,
+            queues: QueueFiguresSchema,
           }),
           ...errors,
         },
@@ -174,11 +181,13 @@ export const consoleApi: FastifyPluginAsyncZod<ConsoleApiOptions> = async (app, 
       const tenantFilter = admin && request.query.tenant === undefined ? null : (shown[0] as string);
       // A host key sees its own tenant's figures only: what is shared by every tenant
       // (partition backlog, overdue waits, refusals by reason) is the admin's.
-      const [counts, backlog, overdue, samples] = await Promise.all([
+      const [counts, backlog, overdue, samples, queues] = await Promise.all([
         reader.countWaits(shown),
         admin ? reader.backlog() : Promise.resolve(null),
         admin ? reader.overdueCount() : Promise.resolve(null),
         sampler.read(),
+        // the shared queues are the admin's, over every tenant
+        queuesOf(shown, tenantFilter === null),
       ]);
       const last = samples[samples.length - 1];
       const lateness = latenessOf(last, tenantFilter);
@@ -205,6 +214,8 @@ export const consoleApi: FastifyPluginAsyncZod<ConsoleApiOptions> = async (app, 
           latenessMeanMs: lateness.count > 0 ? (lateness.sum / lateness.count) * 1000 : null,
           resolutions: resolutionsOf(last, tenantFilter),
         },
+        http: admin ? httpFigures(samples) : null,
+        queues,
       };
     },
   );

@@ -7,6 +7,7 @@
  * each console shows its own process's traffic (Prometheus sums them all).
  */
 import type { Metrics } from "@rendezvous/engine";
+import { REQUESTS } from "./http-metrics.js";
 
 export interface Sample {
   /** ms since the epoch */
@@ -23,6 +24,14 @@ export interface Sample {
   lateness: Record<string, Lateness>;
   /** waits settled so far, by tenant, then by kind */
   resolutions: Record<string, Record<string, number>>;
+  /** HTTP requests answered so far (every route), and those answered 4xx and 5xx */
+  http: HttpCounts;
+}
+
+export interface HttpCounts {
+  requests: number;
+  clientErrors: number;
+  serverErrors: number;
 }
 
 export interface Lateness {
@@ -55,6 +64,20 @@ async function byLabel(
 
 const tenantOf = (labels: object) => String((labels as Record<string, unknown>).tenant ?? "");
 
+/** The request counter's totals by status class (zeros before the app has registered it). */
+async function httpCounts(metrics: Metrics): Promise<HttpCounts> {
+  const out: HttpCounts = { requests: 0, clientErrors: 0, serverErrors: 0 };
+  const counter = metrics.registry.getSingleMetric(REQUESTS);
+  if (!counter) return out;
+  for (const v of (await counter.get()).values) {
+    const status = String((v.labels as Record<string, unknown>).status ?? "");
+    out.requests += v.value;
+    if (status.startsWith("4")) out.clientErrors += v.value;
+    else if (status.startsWith("5")) out.serverErrors += v.value;
+  }
+  return out;
+}
+
 export async function takeSample(metrics: Metrics): Promise<Sample> {
   const lateness: Record<string, Lateness> = {};
   for (const v of (await metrics.timeoutLateness.get()).values) {
@@ -83,6 +106,7 @@ export async function takeSample(metrics: Metrics): Promise<Sample> {
     rejectedByReason,
     lateness,
     resolutions,
+    http: await httpCounts(metrics),
   };
 }
 
@@ -131,6 +155,60 @@ export function rates(samples: Sample[], tenant: string | null): RatePoint[] {
     });
   }
   return out;
+}
+
+/** The HTTP request rates of the overview (docs/console.md): per interval, over the window, since start. */
+export interface HttpFigures {
+  series: Array<{ at: string; requests: number; clientErrors: number; serverErrors: number }>;
+  recent: {
+    seconds: number;
+    requestsPerSec: number;
+    clientErrorsPerSec: number;
+    serverErrorsPerSec: number;
+    /** 0–1, null when no request was answered in the window */
+    clientErrorShare: number | null;
+    serverErrorShare: number | null;
+  };
+  totals: HttpCounts;
+}
+
+const delta = (a: HttpCounts, b: HttpCounts): HttpCounts => ({
+  requests: Math.max(0, b.requests - a.requests),
+  clientErrors: Math.max(0, b.clientErrors - a.clientErrors),
+  serverErrors: Math.max(0, b.serverErrors - a.serverErrors),
+});
+
+export function httpFigures(samples: Sample[]): HttpFigures {
+  const series: HttpFigures["series"] = [];
+  for (let i = 1; i < samples.length; i++) {
+    const a = samples[i - 1] as Sample;
+    const b = samples[i] as Sample;
+    const s = Math.max(0.001, (b.at - a.at) / 1000);
+    const d = delta(a.http, b.http);
+    series.push({
+      at: new Date(b.at).toISOString(),
+      requests: d.requests / s,
+      clientErrors: d.clientErrors / s,
+      serverErrors: d.serverErrors / s,
+    });
+  }
+  const first = samples[0];
+  const last = samples[samples.length - 1];
+  const totals = last?.http ?? { requests: 0, clientErrors: 0, serverErrors: 0 };
+  const seconds = first && last ? Math.max(0.001, (last.at - first.at) / 1000) : 0.001;
+  const d = first && last ? delta(first.http, last.http) : totals;
+  return {
+    series,
+    recent: {
+      seconds,
+      requestsPerSec: d.requests / seconds,
+      clientErrorsPerSec: d.clientErrors / seconds,
+      serverErrorsPerSec: d.serverErrors / seconds,
+      clientErrorShare: d.requests > 0 ? d.clientErrors / d.requests : null,
+      serverErrorShare: d.requests > 0 ? d.serverErrors / d.requests : null,
+    },
+    totals,
+  };
 }
 
 export interface Sampler {

@@ -22,6 +22,8 @@ export interface ConsoleOptions {
   credentials: CredentialIndex;
   /** where Bull Board is mounted (linked from the console) */
   boardPath: string;
+  /** the deployment's BullMQ queues (the overview's queue depths) @defaultValue [] */
+  queueNames?: readonly string[];
 }
 
 export const CONSOLE_PATH = "/console";
@@ -81,7 +83,13 @@ export const consoleRoutes: FastifyPluginAsync<ConsoleOptions> = async (app, opt
         if (res.redis.status === "ready") return;
         return sendApiError(reply, redisUnavailable("redis_down"));
       });
-      await api.register(consoleApi, { res, credentials: opts.credentials, sampler, boardPath: opts.boardPath });
+      await api.register(consoleApi, {
+        res,
+        credentials: opts.credentials,
+        sampler,
+        boardPath: opts.boardPath,
+        queueNames: opts.queueNames ?? [],
+      });
       api.setNotFoundHandler((_request, reply) => {
         const err = new RendezvousError("not_found", "no such route");
         return reply.code(404).send(err.toJSON());

@@ -18,7 +18,10 @@ import {
   CorrelationId,
   EventType,
   errorResponses,
+  FailureError,
   InputObject,
+  Outcome,
+  RegisterResponse,
   RendezvousError,
   Text,
   Wait,
@@ -32,6 +35,8 @@ import { z } from "zod";
 import { authenticateHost, type CredentialIndex, type HostIdentity, readTenant } from "./auth.js";
 // wait metadata has the same nesting bound as an event payload
 import { MAX_JSON_DEPTH, nestedDeeperThan } from "./producers/validation.js";
+import { issuedToken } from "./token-routes.js";
+import { waitTokenRoutes } from "./wait-token-routes.js";
 
 export interface HostRoutesOptions {
   res: Resources;
@@ -72,6 +77,12 @@ export const DeliverBody = z
       .boolean()
       .optional()
       .meta({ description: "resolve every match; when false (the default) more than one match is 409 ambiguous" }),
+    outcome: Outcome.optional().meta({ description: "the resolutions' outcome (default success)" }),
+    error: FailureError.optional().meta({ description: "a failure's error (only with outcome failure)" }),
+  })
+  .refine((d) => d.error === undefined || d.outcome === "failure", {
+    message: "error is given only with outcome failure",
+    path: ["error"],
   })
   .meta({ id: "DeliverRequest" });
 const WaitPage = z.object({ waits: z.array(Wait), nextCursor: z.string().nullable() }).meta({ id: "WaitPage" });
@@ -138,16 +149,19 @@ export const hostRoutes: FastifyPluginAsyncZod<HostRoutesOptions> = async (app, 
         description: "`201` a new wait, `200` the same (runId, position) with the same definition.",
         body: WaitSpec,
         querystring: TenantQuery,
-        response: { 200: WaitResponse, 201: WaitResponse, ...inputErrors, ...errorResponses(409) },
+        response: { 200: RegisterResponse, 201: RegisterResponse, ...inputErrors, ...errorResponses(409) },
       },
     },
     async (request, reply) => {
       const tenant = readTenant(who(request), request.query.tenant, config.tenants);
-      const { created, wait } = await store.register(tenant, request.body);
+      const { created, wait, token } = await store.register(tenant, request.body);
       if (created && wait.state === "waiting" && wait.deadline && opts.scheduleTimeout) {
         // The queue's connection is a blocking one (no command timeout of its own): bound it
         // here. A job not added is re-created by the scheduler's sweep of the deadlines.
         await withinCommandTimeout(res.commandTimeoutMs, opts.scheduleTimeout(Date.parse(wait.deadline)));
+      }
+      if (token !== undefined) {
+        return reply.code(201).send({ wait, token: issuedToken(config.publicUrl, token) });
       }
       return reply.code(created ? 201 : 200).send({ wait });
     },
@@ -268,4 +282,6 @@ export const hostRoutes: FastifyPluginAsyncZod<HostRoutesOptions> = async (app, 
       return result;
     },
   );
+
+  await app.register(waitTokenRoutes, { res, scheduleTimeout: opts.scheduleTimeout });
 };

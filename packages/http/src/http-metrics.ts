@@ -27,7 +27,8 @@ export function methodOf(request: FastifyRequest): string {
   return METHODS.has(request.method) ? request.method : "other";
 }
 
-const REQUESTS = "rendezvous_http_requests_total";
+/** The request counter's name (the console's overview reads it too). */
+export const REQUESTS = "rendezvous_http_requests_total";
 const DURATION = "rendezvous_http_request_duration_seconds";
 
 export class HttpMetrics {

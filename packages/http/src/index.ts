@@ -73,4 +73,7 @@ export {
 export * from "./queue-metrics.js";
 export { RateLimiter, type Take } from "./rate-limit.js";
 export * from "./readiness.js";
+export { type Admission, WindowLimiter } from "./token-limits.js";
+export { issuedToken, redactTokenUrl, type TokenRoutesOptions, tokenRoutes } from "./token-routes.js";
 export { clientAborted, closeUnreadBodies } from "./unread-body.js";
+export { type WaitTokenRoutesOptions, waitTokenRoutes } from "./wait-token-routes.js";

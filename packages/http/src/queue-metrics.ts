@@ -5,7 +5,7 @@
  * of a deployment shares one slot on a cluster: see queuePrefixFor), and
  * `rendezvous_queue_oldest_waiting_age_seconds{queue}` from a second one (an HGET per queue
  * with a waiting job). Read at most once a second however often /metrics is scraped;
- * scrapes meanwhile share the last read.
+ * scrapes meanwhile share the last read, and so does the console's overview ({@link queueSampler}).
  */
 import type { Resources } from "@rendezvous/engine";
 import { Gauge } from "prom-client";
@@ -76,16 +76,28 @@ export async function readQueueCounts(res: Resources, queues: readonly string[])
   return out;
 }
 
+/** One read of every queue, and when it was taken (ms since the epoch). */
+export interface QueueRead {
+  at: number;
+  samples: Map<string, QueueSample>;
+}
+
+/** The last read, or a new one when it is a second old; null when Redis is down or the read failed. */
+export type QueueSampler = () => Promise<QueueRead | null>;
+
+const samplers = new WeakMap<object, QueueSampler>();
 const installed = new WeakSet<object>();
 
-/** Registers the gauge on the resources' registry (once per registry). */
-export function installQueueGauges(res: Resources, queues: readonly string[], now = Date.now): void {
+/**
+ * The process's read of `queues` (one per registry: the first caller's queue list), shared by
+ * the gauges and the console's overview, so that neither makes more than a read a second.
+ */
+export function queueSampler(res: Resources, queues: readonly string[], now = Date.now): QueueSampler {
   const registry = res.metrics.registry;
-  if (queues.length === 0 || installed.has(registry)) return;
-  installed.add(registry);
+  const known = samplers.get(registry);
+  if (known) return known;
   let last: { at: number; read: Promise<Map<string, QueueSample>> } | undefined;
-  /** The last read, or a new one when it is a second old; null when Redis is down or the read failed. */
-  const sample = async (): Promise<{ at: number; samples: Map<string, QueueSample> } | null> => {
+  const sample: QueueSampler = async () => {
     if (res.redis.status !== "ready") return null; // keep the last values rather than hang the scrape
     const t = now();
     if (!last || t - last.at >= QUEUE_SAMPLE_MS) {
@@ -101,6 +113,16 @@ export function installQueueGauges(res: Resources, queues: readonly string[], no
       return null; // keep the last values
     }
   };
+  samplers.set(registry, sample);
+  return sample;
+}
+
+/** Registers the gauge on the resources' registry (once per registry). */
+export function installQueueGauges(res: Resources, queues: readonly string[], now = Date.now): void {
+  const registry = res.metrics.registry;
+  if (queues.length === 0 || installed.has(registry)) return;
+  installed.add(registry);
+  const sample = queueSampler(res, queues, now);
   // both collect from one read (prom-client collects the metrics of a scrape concurrently)
   new Gauge({
     name: "rendezvous_queue_jobs",

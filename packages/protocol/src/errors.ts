@@ -29,6 +29,12 @@ export const errorCatalogue = {
   not_resolved: { status: 409, message: "wait is not resolved yet" },
   /** thrown when a continuation lease is acked or extended after it expired, was acked, or is another tenant's */
   lease_expired: { status: 409, message: "the continuation lease has expired" },
+  /** thrown when a completion token is malformed, unknown, rotated away, or its wait is gone */
+  token_invalid: { status: 404, message: "unknown completion token" },
+  /** thrown when a token completion, failure or heartbeat comes after the wait's deadline (its timeout is due) */
+  deadline_passed: { status: 409, message: "the wait's deadline has passed" },
+  /** thrown when a heartbeat names a wait registered without heartbeatMs */
+  heartbeat_disabled: { status: 409, message: "the wait takes no heartbeats (registered without heartbeatMs)" },
   /** thrown when the admin creates a tenant or producer whose name is in use */
   already_exists: { status: 409, message: "already exists" },
   /** thrown when the admin deletes a tenant that has waiting waits without `force` */

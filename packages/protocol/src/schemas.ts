@@ -170,6 +170,10 @@ export const WaitSpec = z
     since: IsoTime.optional(),
     externalJobId: Text(1, 200).optional(),
     metadata: InputObject.optional(),
+    /** ask for a completion token (not part of the definition; docs/api.md, Completion tokens) */
+    token: z.boolean().optional(),
+    /** each accepted heartbeat sets deadline = now + heartbeatMs (part of the definition when given) */
+    heartbeatMs: z.int().min(1000).max(Number.MAX_SAFE_INTEGER).optional(),
   })
   .refine((w) => !(w.timeoutMs !== undefined && w.deadline !== undefined), {
     message: "give timeoutMs or deadline, not both",
@@ -181,7 +185,7 @@ export type WaitSpec = z.infer<typeof WaitSpec>;
 export const WaitState = z.enum(["waiting", "resolved", "timed_out", "cancelled"]).meta({ id: "WaitState" });
 export type WaitState = z.infer<typeof WaitState>;
 
-export const ResolutionKind = z.enum(["event", "timeout", "cancel", "deliver"]).meta({ id: "ResolutionKind" });
+export const ResolutionKind = z.enum(["event", "timeout", "cancel", "deliver", "token"]).meta({ id: "ResolutionKind" });
 export type ResolutionKind = z.infer<typeof ResolutionKind>;
 
 /** A reference to an accepted event. */
@@ -195,6 +199,20 @@ export const EventRef = z
   .meta({ id: "EventRef" });
 export type EventRef = z.infer<typeof EventRef>;
 
+/** How a resolution ended for the run: it succeeded or it failed (docs/api.md, Completion tokens). */
+export const Outcome = z.enum(["success", "failure"]).meta({ id: "Outcome" });
+export type Outcome = z.infer<typeof Outcome>;
+
+/** The error object of a failure (token fail, deliver with outcome failure). */
+export const FailureError = z
+  .strictObject({
+    message: Text(1, 2000),
+    code: Text(1, 200).optional(),
+    details: InputObject.optional(),
+  })
+  .meta({ id: "FailureError" });
+export type FailureError = z.infer<typeof FailureError>;
+
 export const Resolution = z
   .object({
     kind: ResolutionKind,
@@ -203,8 +221,12 @@ export const Resolution = z
     event: EventRef.extend({ payload: JsonObject.nullable() }).optional(),
     /** the deadline that passed (kind `timeout`) */
     deadline: z.string().optional(),
-    /** the delivered payload (kind `deliver`) */
+    /** the delivered payload (kinds `deliver` and `token`) */
     payload: JsonObject.nullable().optional(),
+    /** success or failure (kinds `event`, `deliver`, `token`) */
+    outcome: Outcome.optional(),
+    /** the error given with a failure */
+    error: JsonObject.nullable().optional(),
   })
   .meta({ id: "Resolution" });
 export type Resolution = z.infer<typeof Resolution>;
@@ -219,6 +241,8 @@ export const HistoryWhat = z
     "continuation_dispatched",
     "consumed",
     "sweeper_rescheduled",
+    "token_issued",
+    "heartbeat",
   ])
   .meta({ id: "HistoryWhat", description: "what a history entry records; more may be added" });
 export type HistoryWhat = z.infer<typeof HistoryWhat>;
@@ -248,6 +272,10 @@ export const Wait = z
     consumption: Consumption.nullable(),
     lateEvents: z.array(EventRef),
     history: z.array(HistoryEntry),
+    /** when the current completion token was issued; null: none was */
+    token: z.object({ issuedAt: z.string() }).nullable(),
+    /** heartbeats of a wait registered with heartbeatMs; null otherwise */
+    heartbeat: z.object({ intervalMs: z.number(), count: z.number(), lastAt: z.string().nullable() }).nullable(),
   })
   .meta({ id: "Wait", description: "A wait as the API shows it" });
 export type Wait = z.infer<typeof Wait>;

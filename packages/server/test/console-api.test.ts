@@ -2,11 +2,13 @@
  * The console's JSON endpoints through `buildApp` + `inject` on the run's private
  * Redis: wait counts per tenant from the indexes, the cross-tenant listing with one
  * cursor (every wait exactly once), tenant confinement of host keys, recent
- * refusals, the continuation job, Server-Timing, and the SPA fallback.
+ * refusals, the continuation job, Server-Timing, the overview's HTTP error rate and queue
+ * depths, and the SPA fallback.
  */
 
 import { buildApp } from "@rendezvous/http";
 import { makeResources } from "@rendezvous/testkit";
+import { Queue } from "bullmq";
 import type { FastifyInstance } from "fastify";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ensureConsoleBuilt } from "./console-browser.js";
@@ -78,6 +80,57 @@ describe("console JSON endpoints", () => {
     expect(h.body.tenants).toEqual([{ tenant: "globex", waiting: 2, settled: 0 }]);
     expect(h.body.totals.rejected).toBeNull();
     expect(h.body.overdue).toBeNull();
+  });
+
+  it("shows the HTTP error rate and the queue depths to the admin; a host key its own continuation queues only", async () => {
+    await app.close();
+    const queueNames = ["timeouts", "webhooks", "continuations.acme", "continuations.globex", "continuations.initech"];
+    app = await buildApp({ res, roles: ["api"], running: () => true, api: true, queueNames });
+    const connection = res.connect("test");
+    const queue = new Queue("continuations.acme", { connection, prefix: res.queuePrefix });
+    try {
+      await queue.add("continuation", { id: "w-1" }, { jobId: "w-1" });
+      await queue.add("continuation", { id: "w-2" }, { jobId: "w-2", delay: 600_000 });
+      // three 4xx answers: two unknown waits and a missing credential
+      for (const url of ["/v1/waits/nope-1", "/v1/waits/nope-2"]) {
+        expect((await app.inject({ method: "GET", url, headers: auth(HK.acme) })).statusCode).toBe(404);
+      }
+      expect((await app.inject({ method: "GET", url: "/console/api/overview" })).statusCode).toBe(401);
+
+      const r = await get("/console/api/overview");
+      expect(r.status).toBe(200);
+      const http = r.body.http;
+      expect(http.totals.clientErrors).toBe(3);
+      expect(http.totals.serverErrors).toBe(0);
+      expect(http.totals.requests).toBeGreaterThanOrEqual(3);
+      expect(http.recent.clientErrorsPerSec).toBeGreaterThan(0);
+      expect(http.recent.clientErrorShare).toBeGreaterThan(0);
+      expect(http.recent.clientErrorShare).toBeLessThanOrEqual(1);
+      expect(http.recent.serverErrorShare).toBe(0);
+      const queues = r.body.queues;
+      expect(queues.continuations).toMatchObject({ queues: 3, waiting: 1, active: 0, delayed: 1, failed: 0 });
+      expect(queues.continuations.oldestWaitingAgeMs).toBeGreaterThanOrEqual(0);
+      expect(queues.continuations.oldestWaitingAgeMs).toBeLessThan(60_000);
+      expect(queues.webhooks).toEqual({ waiting: 0, active: 0, delayed: 0, failed: 0, oldestWaitingAgeMs: null });
+      expect(queues.timeouts).toEqual({ waiting: 0, active: 0, delayed: 0, failed: 0, oldestWaitingAgeMs: null });
+      expect(queues.busiest).toEqual([{ queue: "continuations.acme", ...queues.continuations, queues: undefined }]);
+
+      // a host key: no process-wide figures, its own tenant's queues only
+      const h = await get("/console/api/overview", HK.globex);
+      expect(h.body.http).toBeNull();
+      expect(h.body.queues).toEqual({
+        continuations: { queues: 1, waiting: 0, active: 0, delayed: 0, failed: 0, oldestWaitingAgeMs: null },
+        webhooks: null,
+        timeouts: null,
+        busiest: [],
+      });
+      // the admin naming a tenant: that tenant's queues, not the shared ones
+      const a = await get("/console/api/overview?tenant=acme");
+      expect(a.body.queues).toMatchObject({ continuations: { queues: 1, waiting: 1 }, webhooks: null, timeouts: null });
+    } finally {
+      await queue.close();
+      connection.disconnect();
+    }
   });
 
   it("lists every tenant's waits once through one cursor, a page at a time", async () => {

@@ -215,6 +215,64 @@ describe("console (headless Chromium, real server and Redis)", () => {
     await page.close();
   });
 
+  it("shows the HTTP error rate and the queue depths on the overview after a small workload with a 4xx", async () => {
+    // a continuation no worker takes (it waits on continuations.acme) and two 4xx answers
+    const id = await register(acme, "figures#1", "ord-figures");
+    const paid = await billing.post("/v1/events", {
+      id: "evt-figures",
+      type: "order.paid",
+      correlationId: "ord-figures",
+      payload: { amount: 7 },
+    });
+    expect(paid.status).toBe(202);
+    expect((await acme.get("/v1/waits/no-such-wait")).status).toBe(404);
+    const bad = await billing.post("/v1/events", { id: "evt-bad", type: "order.paid", correlationId: "x" });
+    expect(bad.status).toBe(400);
+    await until(async () =>
+      (await acme.get(`/v1/waits/${id}`)).body.wait.history.some(
+        (h: { what: string }) => h.what === "continuation_dispatched",
+      ),
+    );
+
+    const page = await newPage();
+    await signIn(page, server.url, ADMIN, "/");
+    await page.getByRole("heading", { name: "HTTP errors" }).waitFor(P);
+    const httpTable = page.getByRole("table", { name: "HTTP error rate" });
+    await expect
+      .poll(async () => Number(await page.getByTestId("http-4xx-total").textContent()), P)
+      .toBeGreaterThanOrEqual(2);
+    expect(await page.getByTestId("http-4xx-share").textContent()).toMatch(/^\d+\.\d %$|^—$/);
+    expect(await page.getByTestId("http-5xx-total").textContent()).toBe("0");
+    expect(await httpTable.textContent()).toContain("4xx");
+    expect(await page.getByRole("figure").filter({ hasText: "4xx answers" }).count()).toBe(1);
+    // the 4xx share over the window shows once a sample after the errors is in (every 2 s)
+    await expect.poll(() => page.getByTestId("http-4xx-share").textContent(), P).toMatch(/^\d+\.\d %$/);
+    expect(Number.parseFloat((await page.getByTestId("http-4xx-share").textContent()) ?? "")).toBeGreaterThan(0);
+
+    const queues = page.getByRole("table", { name: "Queue depths" });
+    await queues.waitFor(P);
+    await expect
+      .poll(async () => Number(await page.getByTestId("queue-continuations-waiting").textContent()), P)
+      .toBeGreaterThanOrEqual(1);
+    expect(await page.getByTestId("queue-continuations-oldest").textContent()).toMatch(/^\d+(\.\d)? (s|h)$/);
+    expect(await page.getByTestId("queue-webhooks").count()).toBe(1);
+    expect(await page.getByTestId("queue-timeouts").count()).toBe(1);
+    expect(Number(await page.getByTestId("queue-continuations.acme-waiting").textContent())).toBeGreaterThanOrEqual(1);
+    await page.close();
+
+    // a host key: its own queues, no process-wide HTTP figures, no shared queues
+    const host = await newPage();
+    await signIn(host, server.url, "hk_acme_console", "/");
+    await host.getByRole("table", { name: "Queue depths" }).waitFor(P);
+    await expect
+      .poll(async () => Number(await host.getByTestId("queue-continuations-waiting").textContent()), P)
+      .toBeGreaterThanOrEqual(1);
+    expect(await host.getByRole("heading", { name: "HTTP errors" }).count()).toBe(0);
+    expect(await host.getByTestId("queue-webhooks").count()).toBe(0);
+    expect(await host.getByTestId("queue-timeouts").count()).toBe(0);
+    await host.close();
+  });
+
   it("confines a host key to its tenant", async () => {
     const mine = await register(globex, "g#1", "g-1");
     const theirs = await register(acme, "a#1", "a-1");

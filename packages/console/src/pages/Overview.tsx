@@ -1,6 +1,7 @@
 import { get, type Overview as OverviewData, query, type Session } from "../api.js";
 import { ErrorNote, LagBars, Sparkline, usePoll } from "../components.js";
 import { Link, paths } from "../router.js";
+import { HttpErrors, QueueDepths } from "./OverviewFigures.js";
 
 export function Overview({ session }: { session: Session }) {
   const { data, error } = usePoll(() => get<OverviewData>(`/console/api/overview${query({})}`), 2000, "overview");
@@ -71,6 +72,9 @@ export function Overview({ session }: { session: Session }) {
             ; timeouts fired {data.totals.timeoutsFired}
             {data.totals.latenessMeanMs !== null && `, mean lateness ${data.totals.latenessMeanMs.toFixed(0)} ms`}.
           </p>
+
+          {data.http !== null && <HttpErrors http={data.http} />}
+          {data.queues !== null && <QueueDepths queues={data.queues} />}
 
           {data.partitions !== null && (
             <>

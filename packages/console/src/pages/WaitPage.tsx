@@ -143,6 +143,23 @@ function Verdict({ explain, tenant }: { explain: Explanation; tenant: string }) 
           </ul>
         </>
       ) : null}
+      {d.heartbeat ? (
+        <p data-testid="heartbeat">
+          Heartbeats every {d.heartbeat.intervalMs} ms: {d.heartbeat.count} accepted
+          {d.heartbeat.lastAt ? (
+            <>
+              , the last <Time iso={d.heartbeat.lastAt} />
+            </>
+          ) : null}
+          {d.heartbeat.overdue ? (
+            <>
+              {" "}
+              — <strong>heartbeat overdue</strong>: the deadline passed, the timeout is due
+            </>
+          ) : null}
+          .
+        </p>
+      ) : null}
       {d.backlog ? (
         <p className="muted">
           Partition {d.backlog.partition}: {Math.max(0, d.backlog.undelivered)} undelivered, {d.backlog.pending} pending
@@ -162,7 +179,8 @@ function Resolution({ wait }: { wait: Wait }) {
   return (
     <div>
       <p>
-        <strong data-testid="resolution-kind">{r.kind}</strong> at <Time iso={r.at} />
+        <strong data-testid="resolution-kind">{r.kind}</strong>
+        {r.outcome ? <span data-testid="resolution-outcome"> ({r.outcome})</span> : null} at <Time iso={r.at} />
         {r.deadline ? (
           <>
             {" "}
@@ -186,7 +204,10 @@ function Resolution({ wait }: { wait: Wait }) {
           <Json value={r.event.payload} label="Payload of the resolving event" />
         </>
       ) : null}
-      {r.kind === "deliver" && r.payload ? <Json value={r.payload} label="Delivered payload" /> : null}
+      {(r.kind === "deliver" || r.kind === "token") && r.payload ? (
+        <Json value={r.payload} label={r.kind === "token" ? "Payload given with the token" : "Delivered payload"} />
+      ) : null}
+      {r.outcome === "failure" && r.error ? <Json value={r.error} label="Failure error" /> : null}
     </div>
   );
 }

@@ -4,7 +4,15 @@
  * module knows the short names.
  */
 
-import type { EventRef, HistoryEntry, Resolution, ResolutionKind, Wait, WaitState } from "@rendezvous/protocol";
+import type {
+  EventRef,
+  HistoryEntry,
+  Outcome,
+  Resolution,
+  ResolutionKind,
+  Wait,
+  WaitState,
+} from "@rendezvous/protocol";
 import { decodeParts, readParts } from "../encoding.js";
 import { iso } from "./iso.js";
 
@@ -29,12 +37,26 @@ export interface RawWait {
   /** raw metadata JSON */
   m?: string;
   res?: {
-    k: "e" | "t" | "c" | "d";
+    /** event, timeout, cancel, deliver, token */
+    k: "e" | "t" | "c" | "d" | "k";
     at: number;
     ev?: RawEventRef & { pl?: string };
     dl?: number;
     pl?: string;
+    /** "f": the resolution is a failure (absent: success) */
+    o?: "f";
+    /** raw error JSON of a failure */
+    er?: string;
   };
+  /** hash of the current completion token (formats/completion-token.ts), and when it was issued */
+  tk?: string;
+  ti?: number;
+  /** heartbeatMs, heartbeats accepted, the last one's time */
+  hb?: number;
+  hbn?: number;
+  hbl?: number;
+  /** the registration's deadline, kept when a heartbeat first moves it */
+  d0?: number;
   con?: { by: string; at: number };
   late?: RawEventRef[];
   h?: Array<{ at: number; w: string } & Record<string, unknown>>;
@@ -68,7 +90,16 @@ const KINDS: Record<NonNullable<RawWait["res"]>["k"], ResolutionKind> = {
   t: "timeout",
   c: "cancel",
   d: "deliver",
+  k: "token",
 };
+
+/** The kinds whose resolution has an outcome (success unless marked failed). */
+const WITH_OUTCOME = new Set(["e", "d", "k"]);
+
+function outcomeOf(k: unknown, o: unknown): Outcome | undefined {
+  if (typeof k !== "string" || !WITH_OUTCOME.has(k)) return undefined;
+  return o === "f" ? "failure" : "success";
+}
 
 function parseObject(raw: string | undefined): Record<string, unknown> | null {
   return raw === undefined || raw === "" ? null : (JSON.parse(raw) as Record<string, unknown>);
@@ -82,14 +113,19 @@ function resolution(raw: NonNullable<RawWait["res"]>): Resolution {
   const out: Resolution = { kind: KINDS[raw.k], at: iso(raw.at) };
   if (raw.ev) out.event = { ...eventRef(raw.ev), payload: parseObject(raw.ev.pl) };
   if (raw.dl !== undefined) out.deadline = iso(raw.dl);
-  if (raw.k === "d") out.payload = parseObject(raw.pl);
+  if (raw.k === "d" || raw.k === "k") out.payload = parseObject(raw.pl);
+  const outcome = outcomeOf(raw.k, raw.o);
+  if (outcome !== undefined) out.outcome = outcome;
+  if (outcome === "failure") out.error = parseObject(raw.er);
   return out;
 }
 
 function historyEntry(raw: { at: number; w: string } & Record<string, unknown>): HistoryEntry {
-  const { at, w, k, ev, dl, j, ...rest } = raw;
+  const { at, w, k, ev, dl, j, o, ...rest } = raw;
   const entry: Record<string, unknown> = { at: iso(at), what: w, ...rest };
   if (typeof k === "string") entry.kind = KINDS[k as keyof typeof KINDS] ?? k;
+  const outcome = w === "resolved" ? outcomeOf(k, o) : undefined;
+  if (outcome !== undefined) entry.outcome = outcome;
   if (ev && typeof ev === "object") entry.event = eventRef(ev as RawEventRef);
   if (typeof dl === "number") entry.deadline = iso(dl);
   if (typeof j === "string") entry.externalJobId = j;
@@ -100,7 +136,8 @@ function historyEntry(raw: { at: number; w: string } & Record<string, unknown>):
 export function toWait(id: string, raw: RawWait): Wait {
   const [tenant = "", eventType = "", correlationId = ""] = decodeParts(raw.mk, 3);
   const registered: HistoryEntry = { at: iso(raw.ca), what: "registered" };
-  if (raw.dl !== undefined) registered.deadline = iso(raw.dl);
+  const registeredDeadline = raw.d0 ?? raw.dl;
+  if (registeredDeadline !== undefined) registered.deadline = iso(registeredDeadline);
   if (raw.sn !== undefined) registered.since = iso(raw.sn);
   return {
     id,
@@ -119,6 +156,11 @@ export function toWait(id: string, raw: RawWait): Wait {
     consumption: raw.con ? { by: raw.con.by, at: iso(raw.con.at) } : null,
     lateEvents: (raw.late ?? []).map(eventRef),
     history: [registered, ...(raw.h ?? []).map(historyEntry)],
+    token: raw.ti === undefined ? null : { issuedAt: iso(raw.ti) },
+    heartbeat:
+      raw.hb === undefined
+        ? null
+        : { intervalMs: raw.hb, count: raw.hbn ?? 0, lastAt: raw.hbl === undefined ? null : iso(raw.hbl) },
   };
 }
 
@@ -128,8 +170,9 @@ export function waitOf(id: string, raw: unknown): Wait {
 }
 
 /**
- * The definition part of a new wait record, JSON {mk, r, p, j?, m?} (encoded match key,
- * runId, position, external job id, raw metadata JSON): registerWait adds the rest.
+ * The definition part of a new wait record, JSON {mk, r, p, j?, m?, tk?, hb?} (encoded
+ * match key, runId, position, external job id, raw metadata JSON, completion token hash,
+ * heartbeatMs): registerWait adds the rest.
  */
 export function registrationRecord(r: {
   matchKey: string;
@@ -137,6 +180,16 @@ export function registrationRecord(r: {
   position: string;
   externalJobId: string | undefined;
   metadata: string | undefined;
+  tokenHash?: string | undefined;
+  heartbeatMs?: number | undefined;
 }): string {
-  return JSON.stringify({ mk: r.matchKey, r: r.runId, p: r.position, j: r.externalJobId, m: r.metadata });
+  return JSON.stringify({
+    mk: r.matchKey,
+    r: r.runId,
+    p: r.position,
+    j: r.externalJobId,
+    m: r.metadata,
+    tk: r.tokenHash,
+    hb: r.heartbeatMs,
+  });
 }

@@ -16,12 +16,17 @@ import { type ConsumeResult, consumeWaitCall, consumeWaitResult } from "../trans
 import { deliverCandidatesCall, deliverCandidatesIds } from "../transitions/deliverCandidates.js";
 import { deliverWaitsCall, deliverWaitsIds } from "../transitions/deliverWaits.js";
 import { registerWaitCall, registerWaitResult } from "../transitions/registerWait.js";
+import { checkHeartbeatMs, newToken } from "./tokens.js";
 
 export interface DeliverRequest {
   eventType: string;
   correlationId?: string;
   payload?: Record<string, unknown>;
   all?: boolean;
+  /** the resolutions' outcome @defaultValue "success" */
+  outcome?: "success" | "failure";
+  /** a failure's error object */
+  error?: Record<string, unknown>;
 }
 
 /** A timeline entry a caller may append (the others are written by the transitions themselves). */
@@ -44,7 +49,7 @@ export class WaitsSystem {
    * match key's partition, matching a buffered event at once.
    * @throws RendezvousError wait_conflict, invalid_request, payload_too_large (metadata over maxMetadataBytes)
    */
-  async register(tenant: string, spec: WaitSpec): Promise<{ created: boolean; wait: Wait }> {
+  async register(tenant: string, spec: WaitSpec): Promise<{ created: boolean; wait: Wait; token?: string }> {
     const { keys, config } = this.ctx;
     const deadlineMs = toMs(spec.deadline);
     const sinceMs = toMs(spec.since);
@@ -58,6 +63,7 @@ export class WaitsSystem {
         issues: [{ path: ["deadline"], message: `at most ${config.maxTimeoutMs} ms ahead` }],
       });
     }
+    checkHeartbeatMs(spec.heartbeatMs, config.maxTimeoutMs);
     const metadata = spec.metadata === undefined ? undefined : JSON.stringify(spec.metadata);
     if (metadata !== undefined && Buffer.byteLength(metadata) > config.maxMetadataBytes) {
       throw new RendezvousError(
@@ -77,6 +83,7 @@ export class WaitsSystem {
         timeoutMs: spec.timeoutMs,
         deadline: deadlineMs,
         since: sinceMs,
+        heartbeatMs: spec.heartbeatMs,
       }),
       5,
     );
@@ -96,12 +103,16 @@ export class WaitsSystem {
         waitId: keys.waitIdOfRunMember(`${runPosition}${claimedTag}`),
       });
     }
+    // a token asked for is made now; it is shown only if this call creates the wait
+    const token = spec.token ? newToken(waitId) : undefined;
     const record = registrationRecord({
       matchKey: keys.matchKey(tenant, spec.eventType, spec.correlationId),
       runId: spec.runId,
       position: spec.position,
       externalJobId: spec.externalJobId,
       metadata,
+      tokenHash: token?.hash,
+      heartbeatMs: spec.heartbeatMs,
     });
     const reply = await this.ctx.run(
       registerWaitCall(keys.partition(partition), {
@@ -115,7 +126,8 @@ export class WaitsSystem {
         indexKey: keys.indexKey(tenant, spec.eventType, spec.correlationId),
       }),
     );
-    return registerWaitResult(waitId, reply);
+    const result = registerWaitResult(waitId, reply);
+    return result.created && token ? { ...result, token: token.value } : result;
   }
 
   /** The raw record of a wait, whatever its tenant (internal). */
@@ -273,6 +285,8 @@ export class WaitsSystem {
           deliverWaitsCall(keys.partition(x.p), {
             tenantPrefix: encodeParts(tenant),
             payload: req.payload === undefined ? undefined : JSON.stringify(req.payload),
+            outcome: req.outcome,
+            error: req.error === undefined ? undefined : JSON.stringify(req.error),
             retentionMs: config.retentionMs,
             waitIds: x.ids,
             now,

@@ -9,6 +9,10 @@ export interface DeliverWaitsArgs {
   tenantPrefix: string;
   /** raw payload JSON */
   payload?: string;
+  /** the resolutions' outcome @defaultValue "success" */
+  outcome?: "success" | "failure";
+  /** raw error JSON (a failure's) */
+  error?: string;
   retentionMs: number;
   waitIds: string[];
   now?: number;
@@ -20,6 +24,8 @@ export function deliverWaitsCall(k: PartitionKeys, a: DeliverWaitsArgs): ScriptC
     payload: a.payload ?? "",
     retentionMs: a.retentionMs,
     now: clock(a.now),
+    outcome: a.outcome === "failure" ? "f" : "s",
+    error: a.error ?? "",
     waitIds: a.waitIds,
   });
 }

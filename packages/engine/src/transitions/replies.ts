@@ -22,6 +22,10 @@ export function failure(code: number, context: Record<string, unknown> = {}): Re
       return new RendezvousError("not_waiting", undefined, context);
     case Code.NOT_RESOLVED:
       return new RendezvousError("not_resolved", undefined, context);
+    case Code.LATE:
+      return new RendezvousError("deadline_passed", undefined, context);
+    case Code.NO_HEARTBEAT:
+      return new RendezvousError("heartbeat_disabled", undefined, context);
     default:
       return new RendezvousError("internal", `unexpected reply code ${code}`, context);
   }
