@@ -6,11 +6,18 @@ import { ListGate } from "./list-gate.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createMetrics, type Metrics } from "./metrics.js";
 import { createBlockingRedis, createRedis, isClusterUrl, type RedisLike } from "./redis.js";
+import { Directory } from "./registry/directory.js";
 import { Store } from "./store.js";
 
 export interface Resources {
   readonly store: Store;
   readonly config: Config;
+  /**
+   * The tenants, credentials and event types this process serves: the config file's
+   * until the server opens the registry (registry/sync.ts), then the registry's, kept
+   * current; replacing it replaces `config.tenants` and `config.eventTypes`.
+   */
+  readonly directory: Directory;
   readonly logger: Logger;
   readonly metrics: Metrics;
   /** key prefix of every Redis key (`{<prefix>:p<N>}:…`) */
@@ -109,6 +116,7 @@ export function createResources(opts: ResourceOptions): Resources {
     store: new Store({ redis, config: opts.config, prefix, clock: opts.clock }),
     listGate: new ListGate(opts.config.maxListBytesInFlight),
     config: opts.config,
+    directory: new Directory(opts.config),
     logger,
     metrics: opts.metrics ?? createMetrics(),
     prefix,

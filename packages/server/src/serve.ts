@@ -4,15 +4,20 @@
  * which drains: stop taking HTTP requests and stream entries, finish in-flight
  * work, exit 0.
  */
-import { resolve } from "node:path";
+import { join, resolve } from "node:path";
 import {
   type Config,
+  type ConfigInput,
   createLogger,
   createResources,
   ensurePartitionCount,
   type Logger,
   loadConfigFile,
+  openRegistry,
   parseConfig,
+  RegistryAdmin,
+  type RegistryWatch,
+  SecretKey,
 } from "@rendezvous/engine";
 import { buildApp, defaultPerAddress, defaultPerClient } from "@rendezvous/http";
 import { continuationQueues } from "@rendezvous/protocol";
@@ -93,6 +98,8 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
     throw err;
   }
 
+  // what the dev config's description prints: the file as read (the registry replaces config.tenants)
+  const asRead: unknown = created ? JSON.parse(JSON.stringify(config)) : undefined;
   const res = createResources({
     redisUrl,
     config,
@@ -101,8 +108,23 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
     commandTimeoutMs: env.RENDEZVOUS_REDIS_COMMAND_TIMEOUT_MS,
   });
   let started: RunningRoles | undefined;
+  let watch: RegistryWatch | undefined;
   try {
     await ensurePartitionCount(res.store);
+    // the registry: seeded from the file on first start, then followed (docs/api.md, Admin)
+    const key = SecretKey.resolve(env.RENDEZVOUS_SECRET_KEY, join(dataDir, "secret.key"));
+    const registry = await openRegistry({
+      redis: res.redis,
+      subscriber: res.connect("registry-subscriber", { blocking: true }),
+      prefix: res.prefix,
+      config,
+      directory: res.directory,
+      key,
+      logger: log,
+      metrics: res.metrics,
+      pollMs: env.RENDEZVOUS_REGISTRY_POLL_MS,
+    });
+    watch = registry.watch;
     const workerRoles: WorkerRole[] = kind === "start" ? [...WORKER_ROLES] : kind === "api" ? [] : [kind];
     const roles = await startRoles(res, workerRoles);
     started = roles;
@@ -118,6 +140,7 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
       queueNames: [TIMEOUT_QUEUE, WEBHOOK_QUEUE, ...continuationQueues(config.tenants)],
       accessLog: env.RENDEZVOUS_ACCESS_LOG,
       processMetrics: true,
+      registry: serveApi ? new RegistryAdmin(registry.store, key) : undefined,
       limits: {
         maxConnections: env.RENDEZVOUS_MAX_CONNECTIONS,
         maxConnectionsPerAddress:
@@ -140,7 +163,7 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
     );
     if (created) {
       const redis = embedded && { url: embedded.url, file: embedded.urlFile };
-      process.stdout.write(describeDevConfig(created.path, JSON.parse(JSON.stringify(config)), url, redis));
+      process.stdout.write(describeDevConfig(created.path, asRead as ConfigInput, url, redis));
     }
 
     let stopping: Promise<void> | undefined;
@@ -151,6 +174,7 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
           log.info({ signal }, "draining");
           await app.close(); // no new requests; in-flight ones finish
           await roles.stop();
+          await watch?.stop();
           if (planner && planner !== roles.scheduler?.planner) await planner.close();
           await res.close();
           await cleanUp();
@@ -161,6 +185,7 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
     };
   } catch (err) {
     await started?.stop();
+    await watch?.stop();
     await res.close();
     await cleanUp();
     throw listenRefusal(err, host, port);
