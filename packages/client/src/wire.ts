@@ -219,6 +219,8 @@ export type ErrorCode =
   | "token_invalid"
   | "deadline_passed"
   | "heartbeat_disabled"
+  | "already_exists"
+  | "tenant_has_waits"
   | "unavailable"
   | "invalid_config"
   | "internal";

@@ -58,6 +58,8 @@ describe("wire types", () => {
       token_invalid: true,
       deadline_passed: true,
       heartbeat_disabled: true,
+      already_exists: true,
+      tenant_has_waits: true,
       unavailable: true,
       invalid_config: true,
       internal: true,

@@ -10,6 +10,7 @@ import { ErrorNote } from "./components.js";
 import { EventPage } from "./pages/EventPage.js";
 import { Overview } from "./pages/Overview.js";
 import { Rejections } from "./pages/Rejections.js";
+import { Tenants } from "./pages/Tenants.js";
 import { WaitPage } from "./pages/WaitPage.js";
 import { Waits } from "./pages/Waits.js";
 import { Link, paths, useLocation } from "./router.js";
@@ -70,6 +71,7 @@ function Page({ session }: { session: Session }) {
     );
   }
   if (parts[0] === "rejections") return <Rejections session={session} params={params} />;
+  if (parts[0] === "tenants") return <Tenants session={session} />;
   return (
     <section>
       <h1>Not found</h1>
@@ -115,6 +117,11 @@ function App() {
           <Link to={paths.rejections()} aria-current={current("/rejections")}>
             Rejected signals
           </Link>
+          {session.identity.kind === "admin" ? (
+            <Link to={paths.tenants()} aria-current={current("/tenants")}>
+              Tenants
+            </Link>
+          ) : null}
           {session.board ? <a href={`${session.board}`}>Bull Board</a> : null}
         </nav>
         <div className="who">

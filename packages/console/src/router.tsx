@@ -60,4 +60,5 @@ export const paths = {
   event: (tenant: string, producer: string, id: string) =>
     `/events/${encodeURIComponent(tenant)}/${encodeURIComponent(producer)}/${encodeURIComponent(id)}`,
   rejections: () => "/rejections",
+  tenants: () => "/tenants",
 };

@@ -27,6 +27,15 @@ export {
 } from "./formats/index-members.js";
 export { iso } from "./formats/iso.js";
 export {
+  type CredentialRecord,
+  type EventTypeRecord,
+  type HostKeyRecord,
+  Limits,
+  type ProducerRecord,
+  type RegistryRecords,
+  type TenantRecord,
+} from "./formats/registry-records.js";
+export {
   type EventEntry,
   eventsOfEntry,
   type ResolutionEntry,
@@ -90,6 +99,41 @@ export {
   type RedisServerOptions,
   startRedisServer,
 } from "./redis-server.js";
+export {
+  type AuditEntry,
+  checkSecretKey,
+  configOfView,
+  Directory,
+  describeChange,
+  type EventTypeView,
+  type HostKeyView,
+  type KeyView,
+  keyHash,
+  type OpenRegistryOptions,
+  openRegistry,
+  type PlannedChange,
+  type ProducerInput,
+  type ProducerPatch,
+  type ProducerView,
+  planSeed,
+  RegistryAdmin,
+  type RegistryKeys,
+  type RegistrySnapshot,
+  RegistryStore,
+  type RegistryView,
+  RegistryWatch,
+  registryKeys,
+  SecretKey,
+  type SecretView,
+  type SeedMode,
+  type TenantInput,
+  type TenantPatch,
+  type TenantView,
+  type ViewChange,
+  type ViewListener,
+  viewOfConfig,
+  viewOfRecords,
+} from "./registry/index.js";
 export { createResources, queuePrefixFor, type ResourceOptions, type Resources } from "./resources.js";
 export {
   type ConsumeResult,

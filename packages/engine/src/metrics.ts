@@ -2,7 +2,7 @@
  * The Prometheus metrics every role shares (prom-client). One set per registry;
  * roles increment them, the server exposes the registry at /metrics.
  */
-import { Counter, Histogram, Registry } from "prom-client";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
 
 export interface Metrics {
   readonly registry: Registry;
@@ -24,6 +24,10 @@ export interface Metrics {
   readonly continuationsDispatched: Counter<"channel">;
   /** requests refused by a quota (docs/api.md, Quotas), by quota and tenant (an authenticated, configured one) */
   readonly quotaRefusals: Counter<"quota" | "tenant">;
+  /** the registry version this process serves (0 before it has read one) */
+  readonly registryVersion: Gauge;
+  /** registry reloads, by result (ok, failed) */
+  readonly registryReloads: Counter<"result">;
 }
 
 /**
@@ -84,6 +88,17 @@ export function createMetrics(registry: Registry = new Registry()): Metrics {
       name: "rendezvous_quota_refusals_total",
       help: "Requests refused by a quota (waitingWaits, bufferedEvents, hostRequestsPerSec, producerEventsPerSec, rateLimitPerSec), by tenant",
       labelNames: ["quota", "tenant"],
+      ...on,
+    }),
+    registryVersion: new Gauge({
+      name: "rendezvous_registry_version",
+      help: "The registry version this process serves",
+      ...on,
+    }),
+    registryReloads: new Counter({
+      name: "rendezvous_registry_reloads_total",
+      help: "Registry reloads, by result (ok, failed)",
+      labelNames: ["result"],
       ...on,
     }),
   };

@@ -6,12 +6,19 @@ import { ListGate } from "./list-gate.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createMetrics, type Metrics } from "./metrics.js";
 import { createBlockingRedis, createRedis, isClusterUrl, type RedisLike } from "./redis.js";
+import { Directory } from "./registry/directory.js";
 import { Store } from "./store.js";
 import { NO_TRACING, type Tracing } from "./tracing.js";
 
 export interface Resources {
   readonly store: Store;
   readonly config: Config;
+  /**
+   * The tenants, credentials and event types this process serves: the config file's
+   * until the server opens the registry (registry/sync.ts), then the registry's, kept
+   * current; replacing it replaces `config.tenants` and `config.eventTypes`.
+   */
+  readonly directory: Directory;
   readonly logger: Logger;
   readonly metrics: Metrics;
   /** the process's tracing (NO_TRACING when off) */
@@ -114,6 +121,7 @@ export function createResources(opts: ResourceOptions): Resources {
     store: new Store({ redis, config: opts.config, prefix, clock: opts.clock }),
     listGate: new ListGate(opts.config.maxListBytesInFlight),
     config: opts.config,
+    directory: new Directory(opts.config),
     logger,
     metrics: opts.metrics ?? createMetrics(),
     tracing: opts.tracing ?? NO_TRACING,

@@ -5,14 +5,15 @@
  * /openapi.json. `main` only listens.
  */
 import fastifySwagger from "@fastify/swagger";
-import type { Resources } from "@rendezvous/engine";
+import type { RegistryAdmin, Resources } from "@rendezvous/engine";
 import { RendezvousError } from "@rendezvous/protocol";
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, LogController } from "fastify";
 import { hasZodFastifySchemaValidationErrors, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { AccessLog, type AccessLogMode } from "./access-log.js";
 import { adminQueues, BOARD_PATH } from "./admin.js";
-import { indexCredentials } from "./auth.js";
+import { adminRoutes } from "./admin-routes.js";
+import { liveCredentials } from "./auth.js";
 import { BodyBudget, DEFAULT_BODY_BUDGET, effectiveBodyBudget, HOST_BODY_LIMIT, limitRequestBodies } from "./bodies.js";
 import type { BodyBudgetOptions } from "./body-budget.js";
 import { guardConnections } from "./connections.js";
@@ -57,6 +58,29 @@ export interface AppDeps {
   accessLog?: AccessLogMode;
   /** serve prom-client's process metrics, labelled with the roles @defaultValue false */
   processMetrics?: boolean;
+  /**
+   * the registry this process follows (`openRegistry`): serves the admin API and marks the
+   * last use of keys; absent = the config file's credentials, no admin API
+   */
+  registry?: RegistryAdmin;
+}
+
+/** How often one process writes one key's last use, at most. */
+const LAST_USE_EVERY_MS = 60_000;
+
+/** Writes a key's last use at most once a minute per process (docs/api.md, Admin: `lastUsedAt`). */
+function lastUseMarker(registry: RegistryAdmin): (keyId: string) => void {
+  const written = new Map<string, number>();
+  return (keyId) => {
+    const now = Date.now();
+    if (now - (written.get(keyId) ?? 0) < LAST_USE_EVERY_MS) return;
+    if (written.size > 100_000) written.clear();
+    written.set(keyId, now);
+    registry.store.markUsed(keyId, now).catch(() => {
+      // a lost mark is written again a minute later; never a reason to fail a request
+      written.delete(keyId);
+    });
+  };
 }
 
 interface Issue {
@@ -182,7 +206,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   if (deps.api !== false) await app.register(fastifySwagger, openapiOptions(API_VERSION));
   await app.register(opsRoutes, { res, running: deps.running, roles: deps.roles });
   if (deps.api !== false) {
-    const credentials = indexCredentials(res.config);
+    const credentials = liveCredentials(
+      res.directory,
+      res.config.adminToken,
+      deps.registry ? lastUseMarker(deps.registry) : undefined,
+    );
     await app.register(async (api) => {
       // Without a Redis connection a command would wait in the offline queue (until the
       // command timeout): answer `503 unavailable` (`redis_down`) at once, nothing sent.
@@ -195,6 +223,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         config: res.config,
         logger: res.logger,
         metrics: res.metrics,
+        credentials,
+        directory: res.directory,
         tracing: res.tracing,
         appClosesUnreadBodies: true, // limitRequestBodies (above) installs it on the whole app
       });
@@ -202,6 +232,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       await api.register(continuationRoutes, { res, credentials });
       await api.register(tenantUsageRoutes, { res, credentials });
       await api.register(tokenRoutes, { res, scheduleTimeout: deps.scheduleTimeout });
+      if (deps.registry) await api.register(adminRoutes, { res, admin: deps.registry, credentials });
     });
     await app.register(adminQueues, { res, queueNames: deps.queueNames ?? [] });
     await app.register(consoleRoutes, {

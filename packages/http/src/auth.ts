@@ -7,10 +7,17 @@
  *
  * Every failure is the same `unauthorized` error: no hint of which part failed.
  * Secrets are compared in constant time (`timingSafeEqual` over equal-length
- * digests); the index is built once from the config.
+ * digests); the index is built once per registry view (a Directory change).
  */
 import { createHmac, hash, timingSafeEqual } from "node:crypto";
-import type { Config, ProducerConfig } from "@rendezvous/engine";
+import {
+  type Config,
+  type Directory,
+  type ProducerView,
+  type RegistryView,
+  type TenantView,
+  viewOfConfig,
+} from "@rendezvous/engine";
 import { RendezvousError, typeMatcher } from "@rendezvous/protocol";
 
 /** Largest allowed distance between a signature's `t` and the server clock. */
@@ -29,18 +36,43 @@ export interface ProducerIdentity {
 /** An authenticated host (its tenant) or the admin (every tenant). */
 export type HostIdentity = { readonly kind: "host"; readonly tenant: string } | { readonly kind: "admin" };
 
-interface ProducerEntry {
-  identity: ProducerIdentity;
-  keyDigests: Buffer[];
-  secrets: string[];
+interface KeyEntry {
+  readonly id: string;
+  readonly digest: Buffer;
+  /** ms; null = no end */
+  readonly expiresAt: number | null;
 }
 
-/** Credentials of a config, indexed once. Build with {@link indexCredentials}. */
+interface SecretEntry {
+  readonly id: string;
+  readonly secret: string;
+  readonly expiresAt: number | null;
+}
+
+interface ProducerEntry {
+  identity: ProducerIdentity;
+  keys: KeyEntry[];
+  secrets: SecretEntry[];
+}
+
+interface HostKeyEntry {
+  readonly tenant: string;
+  readonly id: string;
+  readonly expiresAt: number | null;
+}
+
+/**
+ * Credentials of the registry view (or of a config), indexed once per view. Build with
+ * {@link indexCredentials} (a config: fixed) or {@link liveCredentials} (a Directory:
+ * re-indexed on every change, so a revoked key is refused from the next request on).
+ */
 export interface CredentialIndex {
   readonly producers: ReadonlyMap<string, ProducerEntry>;
-  /** sha256(hostKey) hex → tenant */
-  readonly hostKeys: ReadonlyMap<string, string>;
+  /** sha256(hostKey) hex → its tenant and id */
+  readonly hostKeys: ReadonlyMap<string, HostKeyEntry>;
   readonly adminDigest: Buffer | null;
+  /** told the id of each key or secret a request authenticated with (last-use marks) */
+  readonly used?: ((keyId: string) => void) | undefined;
 }
 
 /** Headers as node and fastify give them. */
@@ -55,31 +87,85 @@ function unauthorized(): RendezvousError {
   return new RendezvousError("unauthorized");
 }
 
-function producerEntry(tenant: string, producer: string, p: ProducerConfig): ProducerEntry {
+function producerEntry(p: ProducerView): ProducerEntry {
   return {
     identity: Object.freeze({
-      tenant,
-      producer,
+      tenant: p.tenant,
+      producer: p.id,
       rateLimitPerSec: p.rateLimitPerSec,
       allows: typeMatcher(p.eventTypes),
     }),
-    keyDigests: p.keys.map((k) => sha256(k)),
-    secrets: [...p.secrets],
+    keys: p.keys.map((k) => ({ id: k.id, digest: Buffer.from(k.hash, "hex"), expiresAt: k.expiresAt })),
+    secrets: p.secrets.map((s) => ({ id: s.id, secret: s.secret, expiresAt: s.expiresAt })),
   };
 }
 
-/** Indexes the credentials of a parsed config (call once at start). */
-export function indexCredentials(config: Pick<Config, "tenants" | "adminToken">): CredentialIndex {
-  const producers = new Map<string, ProducerEntry>();
-  const hostKeys = new Map<string, string>();
-  for (const [tenant, t] of Object.entries(config.tenants)) {
-    for (const [producer, p] of Object.entries(t.producers)) {
-      producers.set(`${tenant}/${producer}`, producerEntry(tenant, producer, p));
-    }
-    for (const key of t.hostKeys) hostKeys.set(sha256(key).toString("hex"), tenant);
+/** Adds a tenant's credentials to the maps: none when it (or a producer) is disabled. */
+function indexTenant(t: TenantView, producers: Map<string, ProducerEntry>, hostKeys: Map<string, HostKeyEntry>): void {
+  if (t.disabled) return;
+  for (const [producer, p] of t.producers) {
+    if (!p.disabled) producers.set(`${t.name}/${producer}`, producerEntry(p));
   }
-  return { producers, hostKeys, adminDigest: config.adminToken ? sha256(config.adminToken) : null };
+  for (const k of t.hostKeys) hostKeys.set(k.hash, { tenant: t.name, id: k.id, expiresAt: k.expiresAt });
 }
+
+/** Indexes the credentials of a registry view: a disabled tenant or producer has none. */
+export function indexView(
+  view: RegistryView,
+  adminToken: string | undefined,
+  used?: (keyId: string) => void,
+): CredentialIndex {
+  const producers = new Map<string, ProducerEntry>();
+  const hostKeys = new Map<string, HostKeyEntry>();
+  for (const t of view.tenants.values()) indexTenant(t, producers, hostKeys);
+  return { producers, hostKeys, adminDigest: adminToken ? sha256(adminToken) : null, used };
+}
+
+/** Indexes the credentials of a parsed config (call once at start). */
+export function indexCredentials(config: Pick<Config, "tenants" | "eventTypes" | "adminToken">): CredentialIndex {
+  return indexView(viewOfConfig(config), config.adminToken);
+}
+
+/**
+ * The credentials of a Directory, kept current with it: a change that names its tenants
+ * re-indexes those only (copies of the maps, the others' entries kept).
+ */
+export function liveCredentials(
+  directory: Directory,
+  adminToken: string | undefined,
+  used?: (keyId: string) => void,
+): CredentialIndex {
+  let current = indexView(directory.view, adminToken, used);
+  let held = directory.view;
+  directory.onChange((view, change) => {
+    if (change === null) current = indexView(view, adminToken, used);
+    else if (change.tenants.size > 0) {
+      const producers = new Map(current.producers);
+      const hostKeys = new Map(current.hostKeys);
+      for (const name of change.tenants) {
+        const before = held.tenants.get(name);
+        for (const id of before?.producers.keys() ?? []) producers.delete(`${name}/${id}`);
+        for (const k of before?.hostKeys ?? []) hostKeys.delete(k.hash);
+        const after = view.tenants.get(name);
+        if (after) indexTenant(after, producers, hostKeys);
+      }
+      current = { producers, hostKeys, adminDigest: current.adminDigest, used };
+    }
+    held = view;
+  });
+  return {
+    get producers() {
+      return current.producers;
+    },
+    get hostKeys() {
+      return current.hostKeys;
+    },
+    adminDigest: current.adminDigest,
+    used,
+  };
+}
+
+const live = (expiresAt: number | null, nowMs: number) => expiresAt === null || expiresAt > nowMs;
 
 function single(value: string | string[] | undefined): string | undefined {
   return typeof value === "string" ? value : undefined;
@@ -93,15 +179,21 @@ export function bearerToken(authorization: string | string[] | undefined): strin
   return m ? m[1] : undefined;
 }
 
-/** Any of `digests` equals sha256(token); always compares against all of them. */
-function matchesAny(token: string, digests: readonly Buffer[]): boolean {
+/**
+ * The key among `keys` whose digest is sha256(token) and that has not expired; compares
+ * against every key (a dummy when there is none), so the time says nothing of which matched.
+ */
+function matchingKey(token: string, keys: readonly KeyEntry[], nowMs: number): KeyEntry | undefined {
   const presented = sha256(token);
-  const real = digests.length > 0;
-  let ok = false;
-  for (const d of real ? digests : [DUMMY_DIGEST]) {
-    if (timingSafeEqual(presented, d)) ok = true;
+  if (keys.length === 0) {
+    timingSafeEqual(presented, DUMMY_DIGEST);
+    return undefined;
   }
-  return ok && real;
+  let found: KeyEntry | undefined;
+  for (const k of keys) {
+    if (timingSafeEqual(presented, k.digest) && live(k.expiresAt, nowMs)) found = k;
+  }
+  return found;
 }
 
 export interface ParsedSignature {
@@ -137,17 +229,21 @@ export function computeSignature(secret: string, t: number, rawBody: Buffer | st
   return createHmac("sha256", secret).update(`${t}.`).update(rawBody).digest("hex");
 }
 
-/** Whether HMAC(secret, "<t>.<raw body>") of any secret equals any given `v1`; compares them all. */
-function hmacMatches(signature: ParsedSignature, secrets: readonly string[], rawBody: Buffer): boolean {
+/** The secret whose HMAC(secret, "<t>.<raw body>") equals a given `v1`; compares them all. */
+function hmacMatch(
+  signature: ParsedSignature,
+  secrets: readonly SecretEntry[],
+  rawBody: Buffer,
+): SecretEntry | undefined {
   const real = secrets.length > 0;
-  let ok = false;
-  for (const secret of real ? secrets : ["rendezvous: no such secret"]) {
-    const expected = createHmac("sha256", secret).update(`${signature.t}.`).update(rawBody).digest();
+  let found: SecretEntry | undefined;
+  for (const entry of real ? secrets : [{ id: "", secret: "rendezvous: no such secret", expiresAt: null }]) {
+    const expected = createHmac("sha256", entry.secret).update(`${signature.t}.`).update(rawBody).digest();
     for (const given of signature.v1) {
-      if (timingSafeEqual(expected, given)) ok = true;
+      if (timingSafeEqual(expected, given)) found = entry;
     }
   }
-  return ok && real;
+  return real ? found : undefined;
 }
 
 /**
@@ -156,7 +252,9 @@ function hmacMatches(signature: ParsedSignature, secrets: readonly string[], raw
  */
 export interface ProducerHeaders {
   readonly identity: ProducerIdentity;
-  readonly signature: { readonly parsed: ParsedSignature; readonly secrets: readonly string[] } | null;
+  readonly signature: { readonly parsed: ParsedSignature; readonly secrets: readonly SecretEntry[] } | null;
+  /** the index whose last-use marks the body's secret goes to */
+  readonly index: CredentialIndex;
 }
 
 /**
@@ -179,14 +277,22 @@ export function authenticateProducerHeaders(
   const header = single(headers["rendezvous-signature"]);
   if (token === undefined && header === undefined) throw unauthorized();
   let ok = true;
-  if (token !== undefined) ok = matchesAny(token, entry?.keyDigests ?? []) && ok;
+  let key: KeyEntry | undefined;
+  if (token !== undefined) {
+    key = matchingKey(token, entry?.keys ?? [], nowMs);
+    ok = key !== undefined;
+  }
   const parsed = header === undefined ? null : parseSignatureHeader(header);
+  const all = entry?.secrets ?? [];
+  // (a copy only when one of them has an end: most never do)
+  const secrets = all.some((s) => s.expiresAt !== null) ? all.filter((s) => live(s.expiresAt, nowMs)) : all;
   if (header !== undefined) {
     const fresh = parsed !== null && Math.abs(nowMs / 1000 - parsed.t) <= SIGNATURE_TOLERANCE_SEC;
-    ok = fresh && (entry?.secrets.length ?? 0) > 0 && ok;
+    ok = fresh && secrets.length > 0 && ok;
   }
   if (!ok || !entry) throw unauthorized();
-  return { identity: entry.identity, signature: parsed ? { parsed, secrets: entry.secrets } : null };
+  if (key) index.used?.(key.id);
+  return { identity: entry.identity, signature: parsed ? { parsed, secrets } : null, index };
 }
 
 /**
@@ -195,8 +301,10 @@ export function authenticateProducerHeaders(
  * @throws RendezvousError `unauthorized`
  */
 export function verifyProducerBody(checked: ProducerHeaders, rawBody: Buffer): ProducerIdentity {
-  if (checked.signature && !hmacMatches(checked.signature.parsed, checked.signature.secrets, rawBody)) {
-    throw unauthorized();
+  if (checked.signature) {
+    const secret = hmacMatch(checked.signature.parsed, checked.signature.secrets, rawBody);
+    if (!secret) throw unauthorized();
+    checked.index.used?.(secret.id);
   }
   return checked.identity;
 }
@@ -205,15 +313,20 @@ export function verifyProducerBody(checked: ProducerHeaders, rawBody: Buffer): P
  * Authenticates a host or the admin by `Authorization: Bearer <token>`.
  * @throws RendezvousError `unauthorized`
  */
-export function authenticateHost(index: CredentialIndex, headers: RequestHeaders): HostIdentity {
+export function authenticateHost(
+  index: CredentialIndex,
+  headers: RequestHeaders,
+  nowMs: number = Date.now(),
+): HostIdentity {
   const token = bearerToken(headers.authorization);
   if (token === undefined) throw unauthorized();
   const presented = sha256(token);
   if (index.adminDigest && timingSafeEqual(presented, index.adminDigest)) return { kind: "admin" };
   // The map is keyed by digest: a look-up reveals nothing about the key's bytes.
-  const tenant = index.hostKeys.get(presented.toString("hex"));
-  if (tenant === undefined) throw unauthorized();
-  return { kind: "host", tenant };
+  const key = index.hostKeys.get(presented.toString("hex"));
+  if (key === undefined || !live(key.expiresAt, nowMs)) throw unauthorized();
+  index.used?.(key.id);
+  return { kind: "host", tenant: key.tenant };
 }
 
 /**

@@ -7,6 +7,9 @@ export {
   ERRORS_4XX_PER_SEC,
 } from "./access-log.js";
 export * from "./admin.js";
+export { adminProducerRoutes } from "./admin-producer-routes.js";
+export { type AdminRoutesOptions, adminRoutes } from "./admin-routes.js";
+export { adminActorId } from "./admin-schemas.js";
 export * from "./app.js";
 export {
   authenticateHost,
@@ -16,6 +19,8 @@ export {
   computeSignature,
   type HostIdentity,
   indexCredentials,
+  indexView,
+  liveCredentials,
   type ProducerHeaders,
   type ProducerIdentity,
   parseSignatureHeader,

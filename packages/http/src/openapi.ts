@@ -34,6 +34,11 @@ const securitySchemes: Record<string, OpenAPIV3_1.SecuritySchemeObject> = {
     scheme: "bearer",
     description: "A tenant's host key (`hostKeys`), or the admin token (which names `?tenant=` where a route has it)",
   },
+  adminToken: {
+    type: "http",
+    scheme: "bearer",
+    description: "The admin token (`adminToken`): the admin routes under /v1/admin",
+  },
   producerKey: {
     type: "http",
     scheme: "bearer",
@@ -67,6 +72,7 @@ export function openapiOptions(version: string): SwaggerOptions {
         { name: "delivery", description: "Hosts resolve waits directly" },
         { name: "continuations", description: "Hosts claim their tenant's continuations over HTTP" },
         { name: "operations", description: "Health, readiness and metrics (no credentials)" },
+        { name: "admin", description: "Tenants, producers, credentials and event types at run time (admin token)" },
       ],
     },
     transform,

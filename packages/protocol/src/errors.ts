@@ -37,6 +37,10 @@ export const errorCatalogue = {
   deadline_passed: { status: 409, message: "the wait's deadline has passed" },
   /** thrown when a heartbeat names a wait registered without heartbeatMs */
   heartbeat_disabled: { status: 409, message: "the wait takes no heartbeats (registered without heartbeatMs)" },
+  /** thrown when the admin creates a tenant or producer whose name is in use */
+  already_exists: { status: 409, message: "already exists" },
+  /** thrown when the admin deletes a tenant that has waiting waits without `force` */
+  tenant_has_waits: { status: 409, message: "the tenant has waiting waits; pass ?force=true to delete it anyway" },
   /** thrown when Redis or a role is not reachable */
   unavailable: { status: 503, message: "service unavailable" },
   /** thrown when a config file or the environment is invalid (startup only, never HTTP) */

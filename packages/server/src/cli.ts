@@ -5,6 +5,7 @@
 import { createLogger, type Logger, loadConfigFile, parseConfig, RedisServerMissing } from "@rendezvous/engine";
 import { isRendezvousError } from "@rendezvous/protocol";
 import { Command, Option } from "commander";
+import { addAdminCommands } from "./admin-cli.js";
 import { doctorTarget, runDoctor } from "./doctor.js";
 import { parseEnv } from "./env.js";
 import { addOperatorCommands } from "./operator.js";
@@ -56,6 +57,14 @@ function serverOptions(cmd: Command): Command {
     .addOption(new Option("--redis-url <url>", "Redis URL; env REDIS_URL"));
 }
 
+/** Where a role finds its development secret key (`DIR/secret.key`) without RENDEZVOUS_SECRET_KEY. */
+function dataDirOption(): Option {
+  return new Option(
+    "--data-dir <dir>",
+    "where the development secret key lives (without RENDEZVOUS_SECRET_KEY)",
+  ).default(".rendezvous");
+}
+
 export function buildProgram(): Command {
   const program = new Command("rendezvous")
     .description("Durable waits for external events")
@@ -70,13 +79,13 @@ export function buildProgram(): Command {
       new Option("--data-dir <dir>", "where the embedded Redis and the dev config live").default(".rendezvous"),
     )
     .action((flags: ServeFlags) => run("start", flags));
-  serverOptions(program.command("api").description("the HTTP API alone (producer and host routes)")).action(
-    (flags: ServeFlags) => run("api", flags),
-  );
+  serverOptions(program.command("api").description("the HTTP API alone (producer and host routes)"))
+    .addOption(dataDirOption())
+    .action((flags: ServeFlags) => run("api", flags));
   for (const role of ["matcher", "scheduler", "dispatcher"] as const) {
-    serverOptions(program.command(role).description(`the ${role} role alone`)).action((flags: ServeFlags) =>
-      run(role, flags),
-    );
+    serverOptions(program.command(role).description(`the ${role} role alone`))
+      .addOption(dataDirOption())
+      .action((flags: ServeFlags) => run(role, flags));
   }
   serverOptions(
     program
@@ -115,6 +124,7 @@ export function buildProgram(): Command {
       }
     });
   addOperatorCommands(program);
+  addAdminCommands(program);
   return program;
 }
 

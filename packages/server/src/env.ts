@@ -101,12 +101,25 @@ export const Env = z.object({
    * @defaultValue a quarter of RENDEZVOUS_BODY_BUDGET_BYTES
    */
   RENDEZVOUS_BODY_BUDGET_PER_CLIENT_BYTES: z.coerce.number().int().min(1024).optional(),
+  /**
+   * The registry's secret key (32 bytes: 64 hex digits or base64): encrypts HMAC and webhook
+   * secrets at rest. Absent = `DIR/secret.key` of the data dir, created when absent
+   * (development only). Never logged.
+   */
+  RENDEZVOUS_SECRET_KEY: z.string().min(1).optional(),
+  /**
+   * How often each process reads the registry's version (the fallback of its pub/sub
+   * notification), ms.
+   * @defaultValue 500
+   */
+  RENDEZVOUS_REGISTRY_POLL_MS: z.coerce.number().int().min(50).max(60_000).default(500),
 });
 export type Env = z.infer<typeof Env>;
 
 export function parseEnv(source: NodeJS.ProcessEnv = process.env): Env {
   const result = Env.safeParse(source);
   if (!result.success) {
+    // the message names the variable, never its value
     const problems = result.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`);
     throw new RendezvousError("invalid_config", `invalid environment: ${problems.join("; ")}`, { problems });
   }

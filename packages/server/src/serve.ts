@@ -4,15 +4,20 @@
  * which drains: stop taking HTTP requests and stream entries, finish in-flight
  * work, exit 0.
  */
-import { resolve } from "node:path";
+import { join, resolve } from "node:path";
 import {
   type Config,
+  type ConfigInput,
   createLogger,
   createResources,
   ensurePartitionCount,
   type Logger,
   loadConfigFile,
+  openRegistry,
   parseConfig,
+  RegistryAdmin,
+  type RegistryWatch,
+  SecretKey,
   startTracing,
 } from "@rendezvous/engine";
 import { buildApp, defaultPerAddress, defaultPerClient } from "@rendezvous/http";
@@ -94,6 +99,8 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
     throw err;
   }
 
+  // what the dev config's description prints: the file as read (the registry replaces config.tenants)
+  const asRead: unknown = created ? JSON.parse(JSON.stringify(config)) : undefined;
   // tracing (docs/api.md, Tracing): loaded only when the OTEL_* variables ask for it
   let tracing: Awaited<ReturnType<typeof startTracing>>;
   try {
@@ -111,8 +118,23 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
     commandTimeoutMs: env.RENDEZVOUS_REDIS_COMMAND_TIMEOUT_MS,
   });
   let started: RunningRoles | undefined;
+  let watch: RegistryWatch | undefined;
   try {
     await ensurePartitionCount(res.store);
+    // the registry: seeded from the file on first start, then followed (docs/api.md, Admin)
+    const key = SecretKey.resolve(env.RENDEZVOUS_SECRET_KEY, join(dataDir, "secret.key"));
+    const registry = await openRegistry({
+      redis: res.redis,
+      subscriber: res.connect("registry-subscriber", { blocking: true }),
+      prefix: res.prefix,
+      config,
+      directory: res.directory,
+      key,
+      logger: log,
+      metrics: res.metrics,
+      pollMs: env.RENDEZVOUS_REGISTRY_POLL_MS,
+    });
+    watch = registry.watch;
     const workerRoles: WorkerRole[] = kind === "start" ? [...WORKER_ROLES] : kind === "api" ? [] : [kind];
     const roles = await startRoles(res, workerRoles);
     started = roles;
@@ -128,6 +150,7 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
       queueNames: [TIMEOUT_QUEUE, WEBHOOK_QUEUE, ...continuationQueues(config.tenants)],
       accessLog: env.RENDEZVOUS_ACCESS_LOG,
       processMetrics: true,
+      registry: serveApi ? new RegistryAdmin(registry.store, key) : undefined,
       limits: {
         maxConnections: env.RENDEZVOUS_MAX_CONNECTIONS,
         maxConnectionsPerAddress:
@@ -150,7 +173,7 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
     );
     if (created) {
       const redis = embedded && { url: embedded.url, file: embedded.urlFile };
-      process.stdout.write(describeDevConfig(created.path, JSON.parse(JSON.stringify(config)), url, redis));
+      process.stdout.write(describeDevConfig(created.path, asRead as ConfigInput, url, redis));
     }
 
     let stopping: Promise<void> | undefined;
@@ -161,6 +184,7 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
           log.info({ signal }, "draining");
           await app.close(); // no new requests; in-flight ones finish
           await roles.stop();
+          await watch?.stop();
           if (planner && planner !== roles.scheduler?.planner) await planner.close();
           await res.close();
           await cleanUp();
@@ -173,6 +197,7 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
     };
   } catch (err) {
     await started?.stop();
+    await watch?.stop();
     await res.close();
     await cleanUp();
     await tracing.shutdown().catch(() => undefined);

@@ -110,6 +110,8 @@ export class Dispatcher {
   readonly #paced: Pacer["run"];
   readonly #step: number;
   #webhookWorker: Worker<WebhookJob> | undefined;
+  #stopped = false;
+  #unfollow: (() => void) | undefined;
 
   constructor(res: Resources, opts: DispatcherOptions = {}) {
     this.#res = res;
@@ -154,23 +156,31 @@ export class Dispatcher {
   }
 
   async start(): Promise<void> {
-    const concurrency = this.#opts.webhookConcurrency ?? 16;
-    const hasWebhooks = Object.values(this.#res.config.tenants).some((t) => t.webhook);
-    if (concurrency > 0 && hasWebhooks) {
-      this.#webhookWorker = new Worker<WebhookJob>(WEBHOOK_QUEUE, (job) => this.#sendWebhook(job), {
-        connection: this.#res.connect("dispatcher-webhooks", { blocking: true }),
-        prefix: this.#res.queuePrefix,
-        concurrency,
-      });
-      this.#webhookWorker.on("error", (err) => this.#res.logger.warn({ err }, "webhook worker error"));
-      this.#webhookWorker.on("failed", (job, err) =>
-        this.#res.logger.warn({ err, waitId: job?.data.waitId, attempt: job?.attemptsMade }, "webhook delivery failed"),
-      );
-    }
+    this.#startWebhooks();
+    // a webhook added at run time (the registry) starts the deliveries then
+    this.#unfollow = this.#res.directory.onChange(() => this.#startWebhooks());
     await this.loop.start();
   }
 
+  /** The webhook worker, once some tenant has a webhook (and concurrency allows it). */
+  #startWebhooks(): void {
+    const concurrency = this.#opts.webhookConcurrency ?? 16;
+    if (this.#webhookWorker || this.#stopped || concurrency <= 0) return;
+    if (!Object.values(this.#res.config.tenants).some((t) => t.webhook)) return;
+    this.#webhookWorker = new Worker<WebhookJob>(WEBHOOK_QUEUE, (job) => this.#sendWebhook(job), {
+      connection: this.#res.connect("dispatcher-webhooks", { blocking: true }),
+      prefix: this.#res.queuePrefix,
+      concurrency,
+    });
+    this.#webhookWorker.on("error", (err) => this.#res.logger.warn({ err }, "webhook worker error"));
+    this.#webhookWorker.on("failed", (job, err) =>
+      this.#res.logger.warn({ err, waitId: job?.data.waitId, attempt: job?.attemptsMade }, "webhook delivery failed"),
+    );
+  }
+
   async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#unfollow?.();
     await this.loop.stop();
     await this.#webhookWorker?.close();
     await Promise.all([...this.#queues.values()].map((q) => q.close()));

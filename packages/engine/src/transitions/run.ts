@@ -54,9 +54,7 @@ function planOf<N extends ScriptName>(script: N): Plan {
   return { keys, params: rest === null ? argv : argv.slice(0, -1), rest };
 }
 
-const plans = new Map<ScriptName, Plan>(
-  (Object.keys(luaScripts) as ScriptName[]).map((script) => [script, planOf(script)]),
-);
+const plans = new Map<ScriptName, Plan>((Object.keys(luaScripts) as ScriptName[]).map((s) => [s, planOf(s)]));
 
 /**
  * A call of `script` on the partition `k`: its KEYS and ARGV in the order of the script

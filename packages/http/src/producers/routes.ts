@@ -16,6 +16,7 @@ import {
   type Config,
   createLogger,
   createMetrics,
+  type Directory,
   type IngestResult,
   type Logger,
   type Metrics,
@@ -49,6 +50,13 @@ import { EventValidator, invalidEvent, MAX_JSON_DEPTH, parseJsonBody, poisonedPa
 export interface IngestRoutesOptions {
   store: Store;
   config: Config;
+  /**
+   * the credentials to check (the server's live index of its Directory)
+   * @defaultValue indexCredentials(config), fixed
+   */
+  credentials?: CredentialIndex;
+  /** payload schemas follow its event types (compiled once per version) @defaultValue the config's, fixed */
+  directory?: Directory;
   /** system logger (a child `{system: "ingest"}` is used) @defaultValue createLogger() */
   logger?: Logger;
   /** @defaultValue createMetrics() on a private registry */
@@ -122,8 +130,21 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
   const now = opts.now ?? Date.now;
   const metrics = opts.metrics ?? createMetrics();
   const logger = (opts.logger ?? createLogger()).child({ system: "ingest" });
-  const credentials: CredentialIndex = indexCredentials(config);
+  const credentials: CredentialIndex = opts.credentials ?? indexCredentials(config);
   const validator = new EventValidator(config);
+  if (opts.directory) {
+    const directory = opts.directory;
+    validator.follow(directory.view.eventTypes);
+    directory.onChange((view, change) => {
+      if (change !== null && change.eventTypes.size === 0) return;
+      try {
+        validator.follow(view.eventTypes);
+      } catch (err) {
+        // the registry refuses a schema that does not compile; one stored anyway keeps its old version
+        logger.error({ err: (err as Error).message }, "payload schema of the registry does not compile");
+      }
+    });
+  }
   // (the limiters run on Redis TIME unless a test fixes the clock)
   const quotas = new QuotaGate(store, metrics, opts.now);
   const ingest = new ProducerIngest({ store, validator, metrics, logger, maxPayloadBytes: config.maxPayloadBytes });

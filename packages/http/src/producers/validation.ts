@@ -211,9 +211,33 @@ const addFormats = ((addFormatsModule as unknown as { default?: unknown }).defau
   ajv: Ajv,
 ) => Ajv;
 
+/**
+ * One payload schema compiled.
+ * @throws RendezvousError `invalid_config` naming the type
+ */
+export function compileSchema(ajv: Ajv, type: string, schema: Record<string, unknown>): ValidateFunction {
+  try {
+    return ajv.compile(schema);
+  } catch (err) {
+    throw new RendezvousError(
+      "invalid_config",
+      `invalid config: eventTypes.${type}.payloadSchema: ${(err as Error).message}`,
+    );
+  }
+}
+
+/** A fresh ajv as the validator uses it (the admin API checks that a schema compiles). */
+export function newAjv(): Ajv {
+  const ajv = new Ajv({ allErrors: true, strict: false, coerceTypes: false, useDefaults: false });
+  addFormats(ajv);
+  return ajv;
+}
+
 /** Checks events against the envelope, the producer's types and the payload schemas. */
 export class EventValidator {
-  readonly #schemas = new Map<string, ValidateFunction>();
+  #schemas = new Map<string, ValidateFunction>();
+  /** `<type>@<version>` → compiled schema: each version is compiled once */
+  readonly #compiled = new Map<string, ValidateFunction>();
 
   /**
    * Compiles every payload schema of the config once.
@@ -225,15 +249,32 @@ export class EventValidator {
     addFormats(ajv);
     for (const [type, t] of Object.entries(config.eventTypes)) {
       if (!t.payloadSchema) continue;
-      try {
-        this.#schemas.set(type, ajv.compile(t.payloadSchema));
-      } catch (err) {
-        throw new RendezvousError(
-          "invalid_config",
-          `invalid config: eventTypes.${type}.payloadSchema: ${(err as Error).message}`,
-        );
-      }
+      this.#schemas.set(type, compileSchema(ajv, type, t.payloadSchema));
     }
+  }
+
+  /**
+   * Takes the payload schemas of a registry view's event types: a type's schema is
+   * compiled the first time its version is seen, then reused.
+   * @throws RendezvousError `invalid_config` naming the type whose schema does not compile
+   *   (nothing is replaced)
+   */
+  follow(
+    eventTypes: ReadonlyMap<string, { version: number; payloadSchema: Record<string, unknown> | undefined }>,
+  ): void {
+    const next = new Map<string, ValidateFunction>();
+    for (const [type, t] of eventTypes) {
+      if (!t.payloadSchema) continue;
+      const id = `${type}@${t.version}`;
+      let fn = this.#compiled.get(id);
+      if (!fn) {
+        // an ajv of its own: two versions of a type may carry the same `$id`
+        fn = compileSchema(newAjv(), type, t.payloadSchema);
+        this.#compiled.set(id, fn);
+      }
+      next.set(type, fn);
+    }
+    this.#schemas = next;
   }
 
   /** Validates one parsed event for a producer. */

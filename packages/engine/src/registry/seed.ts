@@ -1,0 +1,225 @@
+/**
+ * The config file as the registry's declarative seed (docs/api.md, Admin):
+ *
+ * - at start (`seed`): an entry whose config form differs from the one the file held at
+ *   the last seed (or that is new) is written as the file has it; an entry the file had
+ *   and has no more is removed; every other entry keeps what the API made of it;
+ * - `admin apply` (`apply`): the registry becomes the file (entries not in it removed).
+ *
+ * Both plan one commit at the snapshot's version; the diff lines name entries by kind and
+ * name (a key by its id), never a secret.
+ */
+import type { Config } from "../config.js";
+import { canonicalJson } from "../encoding.js";
+import {
+  EVENT_TYPE_VERSIONS_KEPT,
+  type EventTypeRecord,
+  type HostKeyRecord,
+  type ProducerRecord,
+  type RecordKind,
+  recordField,
+  type TenantRecord,
+} from "../formats/registry-records.js";
+import type { RegistryOp, RegistrySnapshot } from "./registry-store.js";
+import { keyHash, type SecretKey } from "./secret-key.js";
+import { hostKeyIdOfHash, producerKeyIdOfHash } from "./view.js";
+
+export type SeedMode = "seed" | "apply";
+
+export interface PlannedChange {
+  sign: "+" | "~" | "-";
+  kind: RecordKind;
+  name: string;
+}
+
+export interface SeedPlan {
+  changes: PlannedChange[];
+  ops: RegistryOp[];
+}
+
+const KIND_NAMES: Record<RecordKind, string> = { t: "tenant", h: "hostkey", p: "producer", e: "eventtype" };
+
+/** `+ tenant acme`, `~ producer acme/billing`, `- hostkey acme/hk_…`. */
+export function describeChange(c: PlannedChange, snap?: RegistrySnapshot): string {
+  let name = c.name;
+  if (c.kind === "h") {
+    const tenant = snap?.records.hostKeys.get(c.name)?.tenant;
+    if (tenant) name = `${tenant}/${c.name}`;
+  }
+  return `${c.sign} ${KIND_NAMES[c.kind]} ${name}`;
+}
+
+interface Desired {
+  kind: RecordKind;
+  name: string;
+  fp: string;
+  build(existing: unknown, now: number): unknown;
+}
+
+function desiredEntries(config: Pick<Config, "tenants" | "eventTypes">, key: SecretKey): Desired[] {
+  const out: Desired[] = [];
+  const fp = (kind: string, name: string, form: unknown) => key.mac(canonicalJson([kind, name, form ?? null]));
+  for (const [tenant, t] of Object.entries(config.tenants)) {
+    const form = { webhook: t.webhook ?? null, continuationGroups: t.continuationGroups ?? null };
+    out.push({
+      kind: "t",
+      name: tenant,
+      fp: fp("t", tenant, form),
+      build: (existing, now): TenantRecord => {
+        const old = existing as TenantRecord | undefined;
+        return {
+          ...(t.webhook ? { webhook: { url: t.webhook.url, enc: key.encrypt(t.webhook.secret) } } : {}),
+          ...(t.continuationGroups ? { groups: t.continuationGroups } : {}),
+          ...(old?.limits ? { limits: old.limits } : {}),
+          createdAt: old?.createdAt ?? now,
+          updatedAt: now,
+          fp: fp("t", tenant, form),
+        };
+      },
+    });
+    for (const hostKey of t.hostKeys) {
+      const hash = keyHash(hostKey);
+      const id = hostKeyIdOfHash(hash);
+      out.push({
+        kind: "h",
+        name: id,
+        fp: fp("h", id, { tenant, hash }),
+        build: (existing, now): HostKeyRecord => ({
+          tenant,
+          hash,
+          createdAt: (existing as HostKeyRecord | undefined)?.createdAt ?? now,
+          fp: fp("h", id, { tenant, hash }),
+        }),
+      });
+    }
+    for (const [producer, p] of Object.entries(t.producers)) {
+      const name = `${tenant}/${producer}`;
+      out.push({
+        kind: "p",
+        name,
+        fp: fp("p", name, p),
+        build: (existing, now): ProducerRecord => {
+          const old = existing as ProducerRecord | undefined;
+          return {
+            eventTypes: [...p.eventTypes],
+            ...(p.rateLimitPerSec !== undefined ? { rateLimitPerSec: p.rateLimitPerSec } : {}),
+            ...(old?.limits ? { limits: old.limits } : {}),
+            keys: p.keys.map((k) => {
+              const hash = keyHash(k);
+              return { id: producerKeyIdOfHash(hash), hash, createdAt: now };
+            }),
+            secrets: p.secrets.map((s) => ({
+              id: `ps_${key.mac(s).slice(0, 16)}`,
+              enc: key.encrypt(s),
+              createdAt: now,
+            })),
+            createdAt: old?.createdAt ?? now,
+            updatedAt: now,
+            fp: fp("p", name, p),
+          };
+        },
+      });
+    }
+  }
+  for (const [type, e] of Object.entries(config.eventTypes)) {
+    out.push({
+      kind: "e",
+      name: type,
+      fp: fp("e", type, e),
+      build: (existing, now): EventTypeRecord =>
+        nextEventTypeVersion(
+          existing as EventTypeRecord | undefined,
+          e.payloadSchema,
+          e.retentionMs,
+          now,
+          fp("e", type, e),
+        ),
+    });
+  }
+  return out;
+}
+
+/**
+ * The record of an event type after a definition: a new version when the schema or the
+ * retention differs from the newest one, else the same version.
+ */
+export function nextEventTypeVersion(
+  old: EventTypeRecord | undefined,
+  payloadSchema: Record<string, unknown> | undefined,
+  retentionMs: number | undefined,
+  now: number,
+  fp?: string,
+): EventTypeRecord {
+  const same =
+    old !== undefined &&
+    canonicalJson(old.payloadSchema ?? null) === canonicalJson(payloadSchema ?? null) &&
+    old.retentionMs === retentionMs;
+  const version = same ? old.version : (old?.version ?? 0) + 1;
+  const def = {
+    ...(payloadSchema ? { payloadSchema } : {}),
+    ...(retentionMs !== undefined ? { retentionMs } : {}),
+  };
+  const versions = same ? old.versions : [...(old?.versions ?? []), { version, at: now, ...def }];
+  return {
+    version,
+    ...def,
+    versions: versions.slice(-EVENT_TYPE_VERSIONS_KEPT),
+    ...(fp !== undefined ? { fp } : {}),
+  };
+}
+
+function recordOf(snap: RegistrySnapshot, kind: RecordKind, name: string): { fp?: string } | undefined {
+  const r = snap.records;
+  const map = kind === "t" ? r.tenants : kind === "p" ? r.producers : kind === "h" ? r.hostKeys : r.eventTypes;
+  return map.get(name);
+}
+
+function namesOf(snap: RegistrySnapshot): Array<[RecordKind, string]> {
+  const r = snap.records;
+  return [
+    ...[...r.tenants.keys()].map((n) => ["t", n] as [RecordKind, string]),
+    ...[...r.hostKeys.keys()].map((n) => ["h", n] as [RecordKind, string]),
+    ...[...r.producers.keys()].map((n) => ["p", n] as [RecordKind, string]),
+    ...[...r.eventTypes.keys()].map((n) => ["e", n] as [RecordKind, string]),
+  ];
+}
+
+/** The changes that bring the registry of `snap` to the file, in `mode`. */
+export function planSeed(
+  mode: SeedMode,
+  config: Pick<Config, "tenants" | "eventTypes">,
+  snap: RegistrySnapshot,
+  key: SecretKey,
+  now: number,
+): SeedPlan {
+  const changes: PlannedChange[] = [];
+  const ops: RegistryOp[] = [];
+  const desired = desiredEntries(config, key);
+  const wanted = new Set(desired.map((d) => recordField(d.kind, d.name)));
+  for (const d of desired) {
+    const field = recordField(d.kind, d.name);
+    const existing = recordOf(snap, d.kind, d.name);
+    const stale = mode === "seed" ? snap.seed.get(field) !== d.fp : existing?.fp !== d.fp;
+    if (!stale) continue;
+    changes.push({ sign: existing ? "~" : "+", kind: d.kind, name: d.name });
+    ops.push({ target: "r", kind: d.kind, name: d.name, value: d.build(existing, now) });
+    ops.push({ target: "s", kind: d.kind, name: d.name, value: d.fp });
+  }
+  const removed =
+    mode === "seed"
+      ? [...snap.seed.keys()]
+          .filter((f) => !wanted.has(f))
+          .map((f) => [f.slice(0, 1), f.slice(2)] as [RecordKind, string])
+      : namesOf(snap).filter(([k, n]) => !wanted.has(recordField(k, n)));
+  for (const [kind, name] of removed) {
+    if (recordOf(snap, kind, name)) changes.push({ sign: "-", kind, name });
+    ops.push({ target: "r", kind, name, value: null });
+    ops.push({ target: "s", kind, name, value: null });
+  }
+  if (mode === "apply") {
+    for (const f of snap.seed.keys()) {
+      if (!wanted.has(f)) ops.push({ target: "s", kind: f.slice(0, 1) as RecordKind, name: f.slice(2), value: null });
+    }
+  }
+  return { changes, ops };
+}

@@ -1,0 +1,71 @@
+/**
+ * Opening the registry in a process: check the secret key against the registry's, seed
+ * it from the config file (docs/api.md, Admin), load it into the Directory and follow it.
+ */
+import { RendezvousError } from "@rendezvous/protocol";
+import type { Config } from "../config.js";
+import type { Logger } from "../logger.js";
+import type { Metrics } from "../metrics.js";
+import type { RedisLike } from "../redis.js";
+import type { Directory } from "./directory.js";
+import { RegistryWatch } from "./directory.js";
+import { RegistryStore } from "./registry-store.js";
+import type { SecretKey } from "./secret-key.js";
+import { describeChange, planSeed } from "./seed.js";
+
+export interface OpenRegistryOptions {
+  redis: RedisLike;
+  /** a connection of its own for SUBSCRIBE */
+  subscriber: RedisLike;
+  prefix: string;
+  config: Config;
+  directory: Directory;
+  key: SecretKey;
+  logger: Logger;
+  metrics?: Metrics;
+  /** @defaultValue 500 */
+  pollMs?: number;
+}
+
+/**
+ * @throws RendezvousError `invalid_config` when the key is not the registry's
+ */
+export async function checkSecretKey(store: RegistryStore, key: SecretKey): Promise<void> {
+  const mine = key.check();
+  if ((await store.keyCheck(mine)) !== mine) {
+    throw new RendezvousError(
+      "invalid_config",
+      "the secret key does not match the registry's: set RENDEZVOUS_SECRET_KEY to the key the registry was written with",
+    );
+  }
+}
+
+/** Seeds (at most a few tries against concurrent starts), loads and follows the registry. */
+export async function openRegistry(o: OpenRegistryOptions): Promise<{ store: RegistryStore; watch: RegistryWatch }> {
+  const store = new RegistryStore(o.redis, o.prefix);
+  await checkSecretKey(store, o.key);
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const snap = await store.load();
+    const plan = planSeed("seed", o.config, snap, o.key, Date.now());
+    if (plan.ops.length === 0) break;
+    const done = await store.commit(snap.version, plan.ops, [{ actor: "seed", action: "seed", target: "config" }]);
+    if (done.ok) {
+      o.logger.info(
+        { version: done.version, changes: plan.changes.map((c) => describeChange(c, snap)) },
+        "registry seeded from the config file",
+      );
+      break;
+    }
+  }
+  const watch = new RegistryWatch({
+    store,
+    key: o.key,
+    directory: o.directory,
+    subscriber: o.subscriber,
+    logger: o.logger.child({ system: "registry" }),
+    metrics: o.metrics,
+    pollMs: o.pollMs,
+  });
+  await watch.start();
+  return { store, watch };
+}

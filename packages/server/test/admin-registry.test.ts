@@ -1,0 +1,452 @@
+/**
+ * The runtime registry across real processes (docs/api.md, Admin): `api` ×2, `matcher`,
+ * `dispatcher` and `scheduler` on one Redis. A tenant and producer created through one
+ * API work through both within 1 s; a revoked key is refused by both within 1 s; a
+ * rotated key works until its overlap ends; a restart keeps a revoke; nothing secret is
+ * in Redis in clear; `admin apply` prints its diff (dry run) and applies it.
+ */
+import { randomBytes } from "node:crypto";
+import { readFileSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { createRedis, keyHash, type RedisLike } from "@rendezvous/engine";
+import { type CliProcess, redisUrl, spawnCli } from "@rendezvous/testkit";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  bearer,
+  type Client,
+  client,
+  expectError,
+  LISTENING,
+  producerKey,
+  request,
+  type Started,
+  settled,
+  sign,
+  startServer,
+  until,
+} from "./e2e-helpers.js";
+
+const ADMIN = `adm_${randomBytes(12).toString("hex")}`;
+const SEED_HOST = `hk_seed_${randomBytes(12).toString("hex")}`;
+const SEED_PKEY = `pk_seed_${randomBytes(12).toString("hex")}`;
+const SEED_SECRET = `whsec_seed_${randomBytes(12).toString("hex")}`;
+const SEED_WEBHOOK = `whk_seed_${randomBytes(12).toString("hex")}`;
+const SECRET_KEY = randomBytes(32).toString("hex");
+const run = Date.now().toString(36);
+const TENANT = `fresh-${run}`;
+
+const CONFIG = {
+  adminToken: ADMIN,
+  tenants: {
+    seeded: {
+      hostKeys: [SEED_HOST],
+      webhook: { url: "http://127.0.0.1:9/hook", secret: SEED_WEBHOOK },
+      producers: { p: { secrets: [SEED_SECRET], keys: [SEED_PKEY], eventTypes: ["order.*"] } },
+    },
+  },
+  eventTypes: { "order.paid": { payloadSchema: { type: "object", required: ["amount"] } } },
+};
+
+/** every credential value the test saw: none may be stored in clear */
+const secrets = new Set([SEED_HOST, SEED_PKEY, SEED_SECRET, SEED_WEBHOOK, SECRET_KEY]);
+
+let api1: Started;
+let api2: CliProcess;
+let api2Url: string;
+let roles: CliProcess[] = [];
+let admin: Client;
+const env = () => ({ RENDEZVOUS_PREFIX: api1.prefix, RENDEZVOUS_SECRET_KEY: SECRET_KEY });
+
+function spawnRole(role: string): CliProcess {
+  return spawnCli([role, "--config", api1.configFile, "--redis-url", redisUrl(), "--port", "0"], env());
+}
+
+async function startApi2(): Promise<void> {
+  api2 = spawnRole("api");
+  api2Url = (await api2.waitFor(LISTENING, 25_000))[1] as string;
+}
+
+const apis = () => [api1.url, api2Url];
+
+/** how long each change took to be seen (printed at the end: the propagation figures) */
+const seen: number[] = [];
+
+/** ms from `t0` until `check` holds. */
+async function within(t0: number, check: () => Promise<boolean>): Promise<number> {
+  await until(async () => (await check()) || undefined, 10_000);
+  const ms = Date.now() - t0;
+  seen.push(ms);
+  return ms;
+}
+
+beforeAll(async () => {
+  api1 = await startServer({ config: CONFIG, role: "api", env: { RENDEZVOUS_SECRET_KEY: SECRET_KEY } });
+  await startApi2();
+  roles = ["matcher", "dispatcher", "scheduler"].map(spawnRole);
+  await Promise.all(roles.map((r) => r.waitFor(LISTENING, 25_000)));
+  admin = client(api1.url, bearer(ADMIN));
+}, 90_000);
+
+afterAll(async () => {
+  const sorted = [...seen].sort((a, b) => a - b);
+  process.stdout.write(
+    `registry changes seen after (ms): n=${sorted.length} max=${sorted.at(-1)} median=${sorted[sorted.length >> 1]}\n`,
+  );
+  await Promise.all([api2, ...roles].filter(Boolean).map((p) => p.terminate()));
+  if (api1) await api1.proc.terminate();
+});
+
+const waitBody = (i: string) => ({
+  runId: `run-${run}-${i}`,
+  position: "p",
+  eventType: "order.paid",
+  correlationId: `c-${run}-${i}`,
+});
+
+describe("the registry across processes", () => {
+  let hostKey = "";
+  let hostKeyId = "";
+  let producerKeyValue = "";
+  let producerSecret = "";
+
+  it("a tenant and a producer created through the API register and resolve waits on both APIs within 1 s", async () => {
+    expectError(await client(api1.url, bearer(SEED_HOST)).get("/v1/admin/tenants"), 401, "unauthorized");
+    const t = await admin.post("/v1/admin/tenants", { name: TENANT });
+    expect(t.status, t.text).toBe(201);
+    expect(t.body.tenant).toMatchObject({ name: TENANT, disabled: false, producers: [], hostKeys: [] });
+    expectError(await admin.post("/v1/admin/tenants", { name: TENANT }), 409, "already_exists");
+    const k = await admin.post(`/v1/admin/tenants/${TENANT}/host-keys`, {});
+    expect(k.status, k.text).toBe(201);
+    hostKey = k.body.key;
+    hostKeyId = k.body.hostKey.id;
+    expect(hostKey).toMatch(/^rdv_hk_/);
+    const p = await admin.post(`/v1/admin/tenants/${TENANT}/producers`, {
+      id: "src",
+      eventTypes: ["order.*"],
+      credentials: ["key", "secret"],
+    });
+    expect(p.status, p.text).toBe(201);
+    producerKeyValue = p.body.key;
+    producerSecret = p.body.secret;
+    for (const s of [hostKey, producerKeyValue, producerSecret]) secrets.add(s);
+    // shown once: the producer's answer names ids only
+    expect(JSON.stringify(p.body.producer)).not.toContain(producerKeyValue);
+    expect(p.body.producer.keys).toHaveLength(1);
+    expect(p.body.producer.secrets).toHaveLength(1);
+    const t0 = Date.now();
+
+    // a wait through each API, with the new tenant's key
+    const waits: string[] = [];
+    for (const [i, url] of apis().entries()) {
+      const ms = await within(t0, async () => {
+        const r = await client(url, bearer(hostKey)).post("/v1/waits", waitBody(`a${i}`));
+        if (r.status === 201) waits.push(r.body.wait.id);
+        return r.status === 201;
+      });
+      expect(ms, `host key on api ${i + 1}`).toBeLessThan(1000);
+    }
+    // the event of each wait through the other API: a bearer key on one, a signature on the other
+    const e0 = await within(t0, async () => {
+      const r = await client(api2Url, producerKey(`${TENANT}/src`, producerKeyValue)).post("/v1/events", {
+        id: `e-${run}-a0`,
+        type: "order.paid",
+        correlationId: `c-${run}-a0`,
+        payload: { amount: 1 },
+      });
+      return r.status === 202 || r.status === 200;
+    });
+    expect(e0, "producer key on api 2").toBeLessThan(1000);
+    const raw = JSON.stringify({
+      id: `e-${run}-a1`,
+      type: "order.paid",
+      correlationId: `c-${run}-a1`,
+      payload: { amount: 2 },
+    });
+    const e1 = await within(t0, async () => {
+      const r = await request(api1.url, "POST", "/v1/events", {
+        raw,
+        headers: {
+          "content-type": "application/json",
+          "rendezvous-producer": `${TENANT}/src`,
+          "rendezvous-signature": sign(producerSecret, raw),
+        },
+      });
+      return r.status === 202 || r.status === 200;
+    });
+    expect(e1, "producer secret on api 1").toBeLessThan(1000);
+    for (const [i, id] of waits.entries()) {
+      const w = await settled(client(apis()[1 - i] as string, bearer(hostKey)), id);
+      expect(w.state).toBe("resolved");
+      expect(w.resolution.event.producer).toBe("src");
+    }
+    // the payload schema of the registry applies to the new producer too
+    expectError(
+      await client(api1.url, producerKey(`${TENANT}/src`, producerKeyValue)).post("/v1/events", {
+        id: `e-${run}-bad`,
+        type: "order.paid",
+        correlationId: "x",
+      }),
+      400,
+      "invalid_event",
+    );
+  });
+
+  it("rotate with an overlap: both keys work on both APIs until the window ends, then only the new one", async () => {
+    const r = await admin.post(`/v1/admin/tenants/${TENANT}/host-keys/${hostKeyId}/rotate`, { overlapSeconds: 2 });
+    expect(r.status, r.text).toBe(201);
+    const fresh = r.body.key as string;
+    secrets.add(fresh);
+    expect(r.body.rotated.id).toBe(hostKeyId);
+    const ends = Date.parse(r.body.rotated.expiresAt);
+    expect(ends - Date.now()).toBeGreaterThan(1000);
+    const t0 = Date.now();
+    const ok = async (url: string, key: string) =>
+      (await client(url, bearer(key)).get("/v1/waits?limit=1")).status === 200;
+    for (const url of apis()) expect(await within(t0, () => ok(url, fresh))).toBeLessThan(1000);
+    for (const url of apis()) expect(await ok(url, hostKey), "old key inside the window").toBe(true);
+    expect(Date.now()).toBeLessThan(ends);
+    await new Promise((res) => setTimeout(res, Math.max(0, ends - Date.now()) + 50));
+    for (const url of apis()) {
+      expect(await ok(url, hostKey), "old key after the window").toBe(false);
+      expect(await ok(url, fresh), "new key after the window").toBe(true);
+    }
+    hostKey = fresh;
+    hostKeyId = r.body.hostKey.id;
+  });
+
+  it("a revoked host key and producer key are refused by both APIs within 1 s", async () => {
+    const r = await admin.delete(`/v1/admin/tenants/${TENANT}/host-keys/${hostKeyId}`);
+    expect(r.status, r.text).toBe(200);
+    expect(r.body.revoked.id).toBe(hostKeyId);
+    const t0 = Date.now();
+    for (const url of apis()) {
+      const ms = await within(
+        t0,
+        async () => (await client(url, bearer(hostKey)).get("/v1/waits?limit=1")).status === 401,
+      );
+      expect(ms).toBeLessThan(1000);
+    }
+    const producer = (await admin.get(`/v1/admin/tenants/${TENANT}/producers/src`)).body.producer;
+    const keyId = producer.keys[0].id as string;
+    expect((await admin.delete(`/v1/admin/tenants/${TENANT}/producers/src/credentials/${keyId}`)).status).toBe(200);
+    const t1 = Date.now();
+    for (const url of apis()) {
+      const ms = await within(t1, async () => {
+        const e = await client(url, producerKey(`${TENANT}/src`, producerKeyValue)).post("/v1/events", {
+          id: `e-${run}-${randomBytes(4).toString("hex")}`,
+          type: "order.paid",
+          correlationId: "x",
+          payload: { amount: 1 },
+        });
+        return e.status === 401;
+      });
+      expect(ms).toBeLessThan(1000);
+    }
+  });
+
+  it("a disabled tenant is refused and keeps its data; delete is refused while it has waiting waits unless forced", async () => {
+    const k = await admin.post(`/v1/admin/tenants/${TENANT}/host-keys`, {});
+    const key = k.body.key as string;
+    secrets.add(key);
+    const host = client(api2Url, bearer(key));
+    await until(async () => (await host.post("/v1/waits", waitBody("d"))).status === 201 || undefined, 5000);
+    expect((await admin.patch(`/v1/admin/tenants/${TENANT}`, { disabled: true })).status).toBe(200);
+    const t0 = Date.now();
+    for (const url of apis()) {
+      expect(
+        await within(t0, async () => (await client(url, bearer(key)).get("/v1/waits")).status === 401),
+      ).toBeLessThan(1000);
+    }
+    const kept = await client(api1.url, bearer(ADMIN)).get(`/v1/waits?tenant=${TENANT}&state=waiting`);
+    expect(kept.status, kept.text).toBe(200);
+    expect(kept.body.waits.length).toBeGreaterThan(0);
+    const refused = expectError(await admin.delete(`/v1/admin/tenants/${TENANT}`), 409, "tenant_has_waits");
+    expect(refused.waiting).toBeGreaterThan(0);
+    expect((await admin.patch(`/v1/admin/tenants/${TENANT}`, { disabled: false })).status).toBe(200);
+    const t1 = Date.now();
+    expect(await within(t1, async () => (await host.get("/v1/waits")).status === 200)).toBeLessThan(1000);
+  });
+
+  it("a restart with the same config file keeps a revoke made through the API", async () => {
+    const seeded = (await admin.get("/v1/admin/tenants/seeded")).body.tenant;
+    expect(seeded.hostKeys).toHaveLength(1);
+    const id = seeded.hostKeys[0].id as string;
+    expect((await admin.delete(`/v1/admin/tenants/seeded/host-keys/${id}`)).status).toBe(200);
+    const t0 = Date.now();
+    expect(
+      await within(t0, async () => (await client(api2Url, bearer(SEED_HOST)).get("/v1/waits")).status === 401),
+    ).toBeLessThan(1000);
+    await api2.terminate();
+    await startApi2();
+    expectError(await client(api2Url, bearer(SEED_HOST)).get("/v1/waits"), 401, "unauthorized");
+    // the seeded producer still works after the restart
+    const e = await client(api2Url, producerKey("seeded/p", SEED_PKEY)).post("/v1/events", {
+      id: `e-${run}-seed`,
+      type: "order.shipped",
+      correlationId: "x",
+    });
+    expect(e.status, e.text).toBe(202);
+  }, 40_000);
+
+  it("every process serves the registry's version (rendezvous_registry_version on /metrics)", async () => {
+    const version = (await admin.get("/v1/admin/registry")).body.version as number;
+    expect(version).toBeGreaterThan(5);
+    const urls = [
+      api1.url,
+      api2Url,
+      ...(await Promise.all(roles.map(async (r) => (await r.waitFor(LISTENING))[1] as string))),
+    ];
+    for (const url of urls) {
+      await until(async () => {
+        const m = await request(url, "GET", "/metrics");
+        return new RegExp(`^rendezvous_registry_version ${version}$`, "m").test(m.text) || undefined;
+      }, 1000);
+    }
+  });
+
+  it("the audit trail names every change and the admin credential's id, never the token", async () => {
+    const a = await admin.get("/v1/admin/audit?limit=500");
+    expect(a.status, a.text).toBe(200);
+    const actions = a.body.entries.map((e: { action: string }) => e.action);
+    for (const action of [
+      "seed",
+      "tenant.create",
+      "hostkey.create",
+      "hostkey.rotate",
+      "hostkey.revoke",
+      "producer.create",
+    ]) {
+      expect(actions).toContain(action);
+    }
+    const mine = a.body.entries.find((e: { action: string }) => e.action === "tenant.create");
+    expect(mine).toMatchObject({ actor: expect.stringMatching(/^adm_[0-9a-f]{12}$/), target: TENANT });
+    expect(a.text).not.toContain(ADMIN);
+  });
+});
+
+/** Every key of the prefix (and the BullMQ queues under it) as text, whatever its type. */
+async function dumpEverything(redis: RedisLike, prefix: string): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  let cursor = "0";
+  do {
+    const [next, keys] = await redis.scan(cursor, "MATCH", `*${prefix}*`, "COUNT", 1000);
+    cursor = next;
+    for (const key of keys) {
+      const type = await redis.type(key);
+      let value: unknown;
+      if (type === "string") value = await redis.getBuffer(key);
+      else if (type === "hash") value = await redis.hgetall(key);
+      else if (type === "list") value = await redis.lrange(key, 0, -1);
+      else if (type === "set") value = await redis.smembers(key);
+      else if (type === "zset") value = await redis.zrange(key, "0", "-1", "WITHSCORES");
+      else if (type === "stream") value = await redis.xrange(key, "-", "+");
+      else value = `(${type})`;
+      out.set(key, Buffer.isBuffer(value) ? value.toString("latin1") : JSON.stringify(value));
+    }
+  } while (cursor !== "0");
+  return out;
+}
+
+describe("the secret key", () => {
+  it("a process with another key than the registry's exits 1 before serving, in one stderr line", async () => {
+    const other = spawnCli(["api", "--config", api1.configFile, "--redis-url", redisUrl(), "--port", "0"], {
+      RENDEZVOUS_PREFIX: api1.prefix,
+      RENDEZVOUS_SECRET_KEY: randomBytes(32).toString("hex"),
+    });
+    expect((await other.exited).code).toBe(1);
+    expect(other.errors().trim()).toMatch(/^rendezvous: the secret key does not match the registry's/);
+    expect(other.output()).not.toMatch(LISTENING);
+  });
+
+  it("without RENDEZVOUS_SECRET_KEY a role creates DIR/secret.key (0600) and the next one uses it", async () => {
+    const dir = join(api1.dir, "data");
+    const prefix = `${api1.prefix}k`;
+    const start = () =>
+      spawnCli(["api", "--config", api1.configFile, "--redis-url", redisUrl(), "--port", "0", "--data-dir", dir], {
+        RENDEZVOUS_PREFIX: prefix,
+        RENDEZVOUS_SECRET_KEY: undefined,
+      });
+    const first = start();
+    await first.waitFor(LISTENING, 25_000);
+    const file = join(dir, "secret.key");
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(readFileSync(file, "utf8").trim()).toMatch(/^[0-9a-f]{64}$/);
+    const second = start();
+    await second.waitFor(LISTENING, 25_000);
+    await Promise.all([first.terminate(), second.terminate()]);
+  }, 40_000);
+});
+
+describe("secrets at rest", () => {
+  it("no host key, producer key or HMAC secret (nor the webhook secret) is stored in Redis, logged or answered in clear", async () => {
+    const redis = createRedis(redisUrl(), { name: "test:dump" });
+    try {
+      const dump = await dumpEverything(redis, api1.prefix);
+      const registryKeys = [...dump.keys()].filter((k) => k.startsWith(`{${api1.prefix}:reg}`));
+      expect(registryKeys.length).toBeGreaterThanOrEqual(3);
+      // the dump reaches the records: the seeded producer key is there, as its hash
+      expect([...dump.values()].some((text) => text.includes(keyHash(SEED_PKEY)))).toBe(true);
+      expect(secrets.size).toBeGreaterThanOrEqual(9);
+      for (const [key, text] of dump) {
+        for (const s of secrets) expect(text.includes(s), `${key} holds a secret in clear`).toBe(false);
+      }
+    } finally {
+      redis.disconnect();
+    }
+    const tenants = await admin.get("/v1/admin/tenants");
+    const logs = [api1.proc.output(), api2.output(), ...roles.map((r) => r.output())].join("\n");
+    for (const s of secrets) {
+      expect(tenants.text.includes(s), "admin answer").toBe(false);
+      expect(logs.includes(s), "a log line").toBe(false);
+    }
+  });
+});
+
+describe("rendezvous admin apply", () => {
+  it("--dry-run prints the diff and changes nothing; without it the diff is applied, one version", async () => {
+    const file = join(api1.dir, "apply.json");
+    const next = structuredClone(CONFIG) as typeof CONFIG & { tenants: Record<string, unknown> };
+    next.tenants.seeded.producers.p.eventTypes = ["order.*", "invoice.*"];
+    next.tenants.applied = { hostKeys: [], producers: {} };
+    writeFileSync(file, JSON.stringify(next));
+    const applyCli = async (...extra: string[]) => {
+      const p = spawnCli(["admin", "apply", file, "--redis-url", redisUrl(), ...extra], env());
+      const { code } = await p.exited;
+      expect(code, p.output()).toBe(0);
+      return p.output().trim().split("\n");
+    };
+    const before = (await admin.get("/v1/admin/registry")).body.version as number;
+    // a bad file: exit 1 naming the field, nothing written
+    const badFile = join(api1.dir, "bad.json");
+    writeFileSync(badFile, JSON.stringify({ ...next, eventTypes: { "x.y": { payloadSchema: { type: "nope" } } } }));
+    const bad = spawnCli(["admin", "apply", badFile, "--redis-url", redisUrl()], env());
+    expect((await bad.exited).code).toBe(1);
+    expect(bad.errors()).toMatch(/^rendezvous: .*eventTypes\.x\.y\.payloadSchema/m);
+    expect((await admin.get("/v1/admin/registry")).body.version).toBe(before);
+    const dry = await applyCli("--dry-run");
+    // the API-made tenant goes, the seeded host key revoked through the API comes back, the rest as edited
+    expect(dry).toEqual(
+      expect.arrayContaining([
+        "+ tenant applied",
+        "~ producer seeded/p",
+        `- tenant ${TENANT}`,
+        `- producer ${TENANT}/src`,
+        expect.stringMatching(/^\+ hostkey seeded\/hk_[0-9a-f]{16}$|^\+ hostkey hk_[0-9a-f]{16}$/),
+      ]),
+    );
+    expect(dry.at(-1)).toMatch(/^\d+ changes$/);
+    for (const s of secrets) expect(dry.join("\n")).not.toContain(s);
+    expect((await admin.get("/v1/admin/registry")).body.version).toBe(before);
+    expect((await admin.get("/v1/admin/tenants/applied")).status).toBe(404);
+
+    const applied = await applyCli();
+    expect(applied.at(-1)).toBe(`applied ${dry.length - 1} changes (registry version ${before + 1})`);
+    expect((await admin.get("/v1/admin/tenants/applied")).status).toBe(200);
+    expect((await admin.get(`/v1/admin/tenants/${TENANT}`)).status).toBe(404);
+    const t0 = Date.now();
+    expect(
+      await within(t0, async () => (await client(api2Url, bearer(SEED_HOST)).get("/v1/waits")).status === 200),
+    ).toBeLessThan(1000);
+    expect(await applyCli("--dry-run")).toEqual(["no changes"]);
+  }, 30_000);
+});
