@@ -3,9 +3,12 @@
  * the process loads no SDK and records no span, yet a `traceparent` sent with an event is
  * kept as received and carried to the continuation (the HTTP lease and the BullMQ job's
  * telemetry metadata), so a tracing host continues the producer's trace; an event sent
- * without one stores nothing for it and its continuation carries none.
+ * without one stores nothing for it and its continuation carries none. The webhook POST
+ * carries the context as headers.
  */
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -16,7 +19,7 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bearer, client, producerKey, type Started, startServer, until } from "./e2e-helpers.js";
 
-const CONFIG = {
+const CONFIG: { partitions: number; tenants: Record<string, unknown> } = {
   partitions: 2,
   tenants: {
     acme: {
@@ -36,15 +39,32 @@ const TP = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 const moduleLog = join(mkdtempSync(join(tmpdir(), "trace-off-")), "modules.txt");
 const hook = fileURLToPath(new URL("./module-log-hook.mjs", import.meta.url));
 
+/** a tenant's webhook receiver: the headers of each POST */
+const hooks: IncomingHttpHeaders[] = [];
+let hookServer: Server;
+
 let server: Started;
 beforeAll(async () => {
   writeFileSync(moduleLog, "");
+  hookServer = createServer((req, res) => {
+    hooks.push(req.headers);
+    req.resume();
+    req.on("end", () => res.writeHead(200).end("{}"));
+  });
+  await new Promise<void>((resolve) => hookServer.listen(0, "127.0.0.1", resolve));
+  const hookPort = (hookServer.address() as AddressInfo).port;
+  CONFIG.tenants.hooked = {
+    hostKeys: ["hk_hooked_off"],
+    webhook: { url: `http://127.0.0.1:${hookPort}/continuations`, secret: "whk_off" },
+    producers: { billing: { keys: ["pk_hooked_off"], eventTypes: ["order.*"] } },
+  };
   server = await startServer({
     config: CONFIG,
     env: { ...OFF, NODE_OPTIONS: `--import=${hook}`, MODULE_LOG_FILE: moduleLog, MODULE_LOG_MATCH: "/node_modules/" },
   });
 }, 40_000);
 afterAll(async () => {
+  await new Promise((resolve) => hookServer?.close(resolve));
   if (server) expect((await server.proc.terminate()).code).toBe(0);
 });
 
@@ -130,5 +150,26 @@ describe("tracing off", () => {
       expect(lease).not.toHaveProperty("traceparent");
       expect(lease).not.toHaveProperty("tracestate");
     }
+  });
+
+  it("the webhook POST carries the continuation's traceparent and tracestate", async () => {
+    const h = client(server.url, bearer("hk_hooked_off"));
+    const w = await h.post("/v1/waits", {
+      runId: "r-hook",
+      position: "p",
+      eventType: "order.paid",
+      correlationId: "o-hook",
+    });
+    expect(w.status).toBe(201);
+    const sent = await client(server.url, producerKey("hooked/billing", "pk_hooked_off")).post(
+      "/v1/events",
+      { id: "e-hook", type: "order.paid", correlationId: "o-hook" },
+      { headers: { traceparent: TP, tracestate: "vendor=2" } },
+    );
+    expect(sent.status).toBe(202);
+    const got = await until(async () => hooks.find((x) => x["rendezvous-delivery"] === `wh.${w.body.wait.id}`));
+    expect(got.traceparent).toBe(TP);
+    expect(got.tracestate).toBe("vendor=2");
+    expect(got["rendezvous-signature"]).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
   });
 });
