@@ -25,6 +25,10 @@
                      canonical payload JSON, buffer retention in ms); this script
                      completes it with sid, at and st, so it does no JSON work. One
                      argument: cheaper to send.
+  ARGV[4..] traces   absent when no event has a trace context (nothing more sent);
+                     else one argument, a packed field (nextField) per event of ARGV[3],
+                     in order: its trace context text, "" for none. Written as the
+                     entry's field t (stream-entries).
 
   Returns { streamId ("" when nothing was appended), codes, records }
     codes     one digit per event, in order: CREATED (appended now, at streamId) or
@@ -32,6 +36,7 @@
     records   the stored event record (JSON) of each EXISTS event, in order
 ]]
 --@include "codes"
+--@include "packed"
 --@include "clock"
 --@include "event-record"
 --@include "stream-entries"
@@ -46,13 +51,22 @@ end
 
 local eventKeys, heads, fields, stored = loadEventRows(keys.events, ARGV[3])
 
--- the event keys to append now (a key repeated in the call is appended once)
-local fresh, seen = {}, {}
+-- the event keys to append now (a key repeated in the call is appended once), and
+-- their trace context parts when the call has any
+local traces = ARGV[4] and unpackRows(ARGV[4], 1)[1] or nil
+local fresh, seen, traceParts = {}, {}, nil
+if traces then
+  traceParts = {}
+end
 for n = 1, #fields do
   local eventKey = eventKeys[n]
   if not stored[n] and not seen[eventKey] then
     seen[eventKey] = true
     fresh[#fresh + 1] = eventKey
+    if traces then
+      local t = traces[n] or ""
+      traceParts[#traceParts + 1] = #t .. ":" .. t
+    end
   end
 end
 if #fresh == 0 then
@@ -63,7 +77,7 @@ if #fresh == 0 then
   return { "", table.concat(codes), stored }
 end
 
-local sid = addEntry(keys.stream, idArg, fresh)
+local sid = addEntry(keys.stream, idArg, fresh, traceParts)
 local ms = string.match(sid, "^(%d+)")
 local suffix = pendingTail(sid, ms)
 

@@ -12,6 +12,7 @@
   ARGV[2] tenantPrefix  encoded tenant of the caller ("" = admin)
   ARGV[3] retentionMs
   ARGV[4] now           "" = Redis TIME
+  ARGV[5] trace         "" or the cancel's trace context text (the outbox entry's t)
 
   Returns
     { RESOLVED, wait }      cancelled now
@@ -34,5 +35,5 @@ end
 if wait["s"] ~= "w" then
   return { C_NOT_WAITING, cjson.encode(wait) }
 end
-local record = settleWait(keys, waitId, wait, "c", { k = "c", at = now }, { at = now, w = "resolved", k = "c" }, now, retentionMs)
+local record = settleWait(keys, waitId, wait, "c", { k = "c", at = now }, { at = now, w = "resolved", k = "c" }, now, retentionMs, nil, ARGV[5])
 return { C_RESOLVED, record }

@@ -16,7 +16,8 @@
   ARGV[4] now            "" = Redis TIME
   ARGV[5] outcome        "s" success, "f" failure
   ARGV[6] error          raw error JSON or "" (a failure's)
-  ARGV[7..] waitIds
+  ARGV[7] trace          "" or the delivery's trace context text (the outbox entries' t)
+  ARGV[8..] waitIds
 
   Returns { OK, deliveredWaitIds }
   Appends: resolved history entries (kind deliver) and outbox entries.
@@ -31,7 +32,7 @@ local now = nowMs(ARGV[4])
 
 local delivered = {}
 local outcome, err = ARGV[5], ARGV[6]
-for i = 7, #ARGV do
+for i = 8, #ARGV do
   local waitId = ARGV[i]
   local wait = loadOwnWait(keys.waits, waitId, tenantPrefix)
   if wait ~= nil and wait["s"] == "w" and (wait["dl"] == nil or now <= wait["dl"]) then
@@ -47,7 +48,7 @@ for i = 7, #ARGV do
     if err ~= "" then
       resolution["er"] = err
     end
-    settleWait(keys, waitId, wait, "r", resolution, entry, now, retentionMs)
+    settleWait(keys, waitId, wait, "r", resolution, entry, now, retentionMs, nil, ARGV[7])
     delivered[#delivered + 1] = waitId
   end
 end

@@ -29,9 +29,14 @@
   ARGV[4] retentionMs  how long a settled wait is kept
   ARGV[5] now          "" = Redis TIME
   ARGV[6] idPrefix     "w<partition>.": the wait ids of this partition start with it
+  ARGV[7..] trace      absent (nothing sent) or the match's trace context text: written
+                       on the outbox entries of the resolutions (field t), and the reply
+                       then names the registration context of each wait it resolved
 
   Returns
-    { OK, status, matchedWaitIds, lateWaitIds }   status: m matched, b buffered, l late (and buffered)
+    { OK, status, matchedWaitIds, lateWaitIds, registrationTraces }
+                 status: m matched, b buffered, l late (and buffered); registrationTraces
+                 (only with a trace): per matched wait, its record's tc ("" for none)
     { DUPLICATE, originalStreamId }               the event key belongs to another entry
     { NOT_FOUND }                                 no event record (expired): nothing to do
   Appends: resolved / late_event history entries, outbox entries for resolutions.
@@ -51,6 +56,7 @@ local streamId, eventKey = ARGV[1], ARGV[2]
 local fanoutCap, retentionMs = ARGV[3] + 0, ARGV[4] + 0
 local now = nowMs(ARGV[5])
 local idPrefix = ARGV[6]
+local trace = ARGV[7] or ""
 
 local ev = loadEvent(keys.events, eventKey)
 if ev == nil then
@@ -72,6 +78,8 @@ local mk = ev["mk"]
 local at = ev["at"]
 local ref = eventRef(ev)
 local matched, late = {}, {}
+-- (only with a trace: no table, no reply element otherwise)
+local registrations = trace ~= "" and {} or nil
 
 local function noteLate(waitId, wait)
   wait["late"] = wait["late"] or {}
@@ -123,13 +131,19 @@ for pass = 1, passes do
           noteLate(waitId, wait)
         elseif isShaped(wait) then
           -- collected, or resolving it (N events, a failure type); taken either way
-          if takeForShape(keys, waitId, wait, ev, ref, x, now, retentionMs, pass == 1 and member or nil) then
+          if takeForShape(keys, waitId, wait, ev, ref, x, now, retentionMs, pass == 1 and member or nil, trace) then
             matched[#matched + 1] = waitId
+            if registrations then
+              registrations[#matched] = wait["tc"] or ""
+            end
           end
         else
           -- (the member names this wait: its index key is the wait's, as mk is)
-          resolveByEvent(keys, waitId, wait, ev, ref, now, retentionMs, pass == 1 and member or nil)
+          resolveByEvent(keys, waitId, wait, ev, ref, now, retentionMs, pass == 1 and member or nil, trace)
           matched[#matched + 1] = waitId
+          if registrations then
+            registrations[#matched] = wait["tc"] or ""
+          end
         end
       end
       from = "(" .. member
@@ -187,4 +201,7 @@ ev["ik"] = nil
 if #matched > 0 then ev["mw"] = matched end
 if #late > 0 then ev["lf"] = late end
 saveEvent(keys.events, eventKey, ev)
+if registrations then
+  return { C_OK, ev["st"], matched, late, registrations }
+end
 return { C_OK, ev["st"], matched, late }

@@ -43,6 +43,15 @@ export {
   type StreamEntry,
   type StreamEvent,
 } from "./formats/stream-entries.js";
+export {
+  bullmqTelemetryMetadata,
+  MAX_TRACESTATE_CHARS,
+  type TraceCarrier,
+  traceCarrierOf,
+  traceOfBullmqMetadata,
+  traceOfText,
+  traceText,
+} from "./formats/trace-context.js";
 export { toWait } from "./formats/wait-record.js";
 export { luaScripts, type ScriptName } from "./generated/lua.js";
 export { explainWait } from "./inspect.js";
@@ -146,4 +155,14 @@ export {
   type Feed,
   RESOLUTION_FEED,
 } from "./streams/consumer-loop.js";
+export {
+  NO_TRACING,
+  type SpanKindName,
+  startTracing,
+  type TraceSpan,
+  type TraceSpanOptions,
+  type Tracing,
+  tracesUrl,
+  tracingWanted,
+} from "./tracing.js";
 export { Code, type CodeName, type CodeValue } from "./transitions/replies.js";

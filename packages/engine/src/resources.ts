@@ -8,6 +8,7 @@ import { createMetrics, type Metrics } from "./metrics.js";
 import { createBlockingRedis, createRedis, isClusterUrl, type RedisLike } from "./redis.js";
 import { Directory } from "./registry/directory.js";
 import { Store } from "./store.js";
+import { NO_TRACING, type Tracing } from "./tracing.js";
 
 export interface Resources {
   readonly store: Store;
@@ -20,6 +21,8 @@ export interface Resources {
   readonly directory: Directory;
   readonly logger: Logger;
   readonly metrics: Metrics;
+  /** the process's tracing (NO_TRACING when off) */
+  readonly tracing: Tracing;
   /** key prefix of every Redis key (`{<prefix>:p<N>}:…`) */
   readonly prefix: string;
   /**
@@ -54,6 +57,8 @@ export interface ResourceOptions {
   prefix?: string;
   logger?: Logger;
   metrics?: Metrics;
+  /** @defaultValue NO_TRACING */
+  tracing?: Tracing;
   /** test clock for the Store (see StoreOptions.clock) */
   clock?: () => number | undefined;
   /**
@@ -119,6 +124,7 @@ export function createResources(opts: ResourceOptions): Resources {
     directory: new Directory(opts.config),
     logger,
     metrics: opts.metrics ?? createMetrics(),
+    tracing: opts.tracing ?? NO_TRACING,
     prefix,
     queuePrefix: queuePrefixFor(prefix, cluster),
     cluster,

@@ -28,6 +28,7 @@ import { installProcessMetrics, opsRoutes } from "./ops.js";
 import { ingestRoutes } from "./producers/routes.js";
 import { installQueueGauges } from "./queue-metrics.js";
 import { lazyChildLogger } from "./request-logger.js";
+import { traceRequests } from "./request-tracing.js";
 import { tenantUsageRoutes } from "./tenant-usage.js";
 import { redactTokenUrl, tokenRoutes } from "./token-routes.js";
 import { clientAborted } from "./unread-body.js";
@@ -194,6 +195,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     return reply.code(404).send(err.toJSON());
   });
 
+  traceRequests(app, res.tracing);
   observeRequests(app, deps, res.logger as FastifyBaseLogger);
   drain(app);
   installQueueGauges(res, deps.queueNames ?? []);
@@ -223,6 +225,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         metrics: res.metrics,
         credentials,
         directory: res.directory,
+        tracing: res.tracing,
         appClosesUnreadBodies: true, // limitRequestBodies (above) installs it on the whole app
       });
       await api.register(hostRoutes, { res, credentials, scheduleTimeout: deps.scheduleTimeout });

@@ -27,7 +27,14 @@
  * deadline, when its client goes, and at once when the server drains.
  */
 import { randomBytes } from "node:crypto";
-import { type RedisLike, type Resources, withinCommandTimeout } from "@rendezvous/engine";
+import {
+  type RedisLike,
+  type Resources,
+  type TraceCarrier,
+  traceCarrierOf,
+  traceOfBullmqMetadata,
+  withinCommandTimeout,
+} from "@rendezvous/engine";
 import {
   Consumption,
   continuationQueueName,
@@ -38,6 +45,7 @@ import {
 import { Job, Worker } from "bullmq";
 import { Counter, type Registry } from "prom-client";
 import { z } from "zod";
+import { consumeSpan } from "./request-tracing.js";
 
 /** How often a tenant's expired leases are looked for (BullMQ stalledInterval), ms. */
 export const LEASE_CHECK_MS = 1000;
@@ -59,6 +67,9 @@ export const ContinuationLease = z.object({
   wait: WaitSchema,
   /** with `consume: true`: the consume done for the claimer (`wait` is then the wait as consumed) */
   consumed: z.object({ first: z.boolean(), consumption: Consumption }).optional(),
+  /** the continuation's trace context (docs/api.md, Tracing), when it has one */
+  traceparent: z.string().optional(),
+  tracestate: z.string().optional(),
 });
 export type Lease = z.infer<typeof ContinuationLease>;
 
@@ -70,6 +81,8 @@ export interface ClaimRequest {
   waitMs: number;
   /** consume each leased wait as this worker before answering */
   consumeAs?: string;
+  /** the claim request's trace context: linked from the consume spans */
+  trace?: TraceCarrier;
 }
 
 const b64 = (s: string) => Buffer.from(s, "utf8").toString("base64url");
@@ -221,7 +234,9 @@ export class ContinuationClaims {
     for (;;) {
       const wakes = q.wakes;
       const leases = await this.#take(tenant, q.worker, req);
-      if (leases.length > 0) return req.consumeAs === undefined ? leases : this.#consume(tenant, leases, req.consumeAs);
+      if (leases.length > 0) {
+        return req.consumeAs === undefined ? leases : this.#consume(tenant, leases, req.consumeAs, req.trace);
+      }
       if (this.#closing || gone?.aborted) return leases;
       const left = until - Date.now();
       if (left <= 0) return [];
@@ -268,27 +283,41 @@ export class ContinuationClaims {
     );
     const leases = jobs
       .filter((j) => !failed.has(j.job.id as string))
-      .map(({ job, token }) => ({
-        leaseId: encodeLeaseId(job.id as string, token, req.group),
-        waitId: job.id as string,
-        attempt: Math.max(1, job.attemptsStarted),
-        leaseExpiresAt: new Date(at).toISOString(),
-        wait: job.data,
-      }));
+      .map(({ job, token }): Lease => {
+        const lease: Lease = {
+          leaseId: encodeLeaseId(job.id as string, token, req.group),
+          waitId: job.id as string,
+          attempt: Math.max(1, job.attemptsStarted),
+          leaseExpiresAt: new Date(at).toISOString(),
+          wait: job.data,
+        };
+        // the job's context, as the dispatcher wrote it (BullMQ's telemetry metadata)
+        const trace = traceOfBullmqMetadata(job.opts.telemetry?.metadata);
+        if (trace) lease.traceparent = trace.traceparent;
+        if (trace?.tracestate) lease.tracestate = trace.tracestate;
+        return lease;
+      });
     this.#claimed.inc({ tenant }, leases.length);
     return leases;
   }
 
   /** Each lease's wait consumed as `worker` (together, one round trip); a failed consume leaves its lease as is. */
-  #consume(tenant: string, leases: Lease[], worker: string): Promise<Lease[]> {
+  #consume(tenant: string, leases: Lease[], worker: string, claim?: TraceCarrier): Promise<Lease[]> {
     return Promise.all(
       leases.map(async (lease) => {
+        // each consume in the lease's trace, linked to the claim request
+        const parent = lease.traceparent ? traceCarrierOf(lease.traceparent, lease.tracestate) : undefined;
+        const span = consumeSpan(this.#res.tracing, parent, tenant, lease.waitId, [claim]);
         try {
           const c = await this.#res.store.consume(tenant, lease.waitId, worker);
+          span?.setAttributes({ "rendezvous.consume.first": c.first });
           return { ...lease, wait: c.wait, consumed: { first: c.first, consumption: c.consumption } };
         } catch (err) {
+          span?.fail(err);
           this.#res.logger.debug({ err, waitId: lease.waitId }, "continuation claims: consume in the claim failed");
           return lease;
+        } finally {
+          span?.end();
         }
       }),
     );

@@ -11,6 +11,7 @@ import { z } from "zod";
 import { authenticateHost, type CredentialIndex, type HostIdentity, readTenant } from "./auth.js";
 import { ContinuationClaims, ContinuationLease } from "./continuation-claims.js";
 import { QuotaGate, quotaTenant } from "./rate-limit.js";
+import { requestTrace } from "./request-tracing.js";
 
 export interface ContinuationRoutesOptions {
   res: Resources;
@@ -80,7 +81,8 @@ export const continuationRoutes: FastifyPluginAsyncZod<ContinuationRoutesOptions
       const gone = new AbortController();
       reply.raw.once("close", () => gone.abort());
       const consumeAs = consume ? worker : undefined;
-      const continuations = await claims.claim(tenant, { group, max, leaseMs, waitMs, consumeAs }, gone.signal);
+      const trace = requestTrace(request);
+      const continuations = await claims.claim(tenant, { group, max, leaseMs, waitMs, consumeAs, trace }, gone.signal);
       request.log.debug({ tenant, group, worker, n: continuations.length }, "continuations leased");
       return { continuations };
     },

@@ -36,6 +36,7 @@ import { authenticateHost, type CredentialIndex, type HostIdentity, readTenant }
 // wait metadata has the same nesting bound as an event payload
 import { MAX_JSON_DEPTH, nestedDeeperThan } from "./producers/validation.js";
 import { QuotaGate, quotaTenant } from "./rate-limit.js";
+import { childSpan, consumeSpan, inSpan, requestTrace, spanTrace } from "./request-tracing.js";
 import { issuedToken } from "./token-routes.js";
 import { waitTokenRoutes } from "./wait-token-routes.js";
 
@@ -162,7 +163,7 @@ export const hostRoutes: FastifyPluginAsyncZod<HostRoutesOptions> = async (app, 
     },
     async (request, reply) => {
       const tenant = readTenant(who(request), request.query.tenant, config.tenants);
-      const { created, wait, token } = await store.register(tenant, request.body);
+      const { created, wait, token } = await store.register(tenant, request.body, requestTrace(request));
       if (created && wait.state === "waiting" && wait.deadline && opts.scheduleTimeout) {
         // The queue's connection is a blocking one (no command timeout of its own): bound it
         // here. A job not added is re-created by the scheduler's sweep of the deadlines.
@@ -235,7 +236,16 @@ export const hostRoutes: FastifyPluginAsyncZod<HostRoutesOptions> = async (app, 
         response: { 200: WaitResponse, ...errors, ...errorResponses(409) },
       },
     },
-    async (request) => ({ wait: await store.cancel(actingTenant(who(request)), request.params.id) }),
+    async (request) => {
+      const span = childSpan(request, res.tracing, "rendezvous.cancel", "internal", {
+        "rendezvous.wait.id": request.params.id,
+        "rendezvous.resolution.kind": "cancel",
+      });
+      // the cancel's context goes on with the continuation (the registration is linked there)
+      return inSpan(span, async () => ({
+        wait: await store.cancel(actingTenant(who(request)), request.params.id, spanTrace(span, request)),
+      }));
+    },
   );
 
   app.get(
@@ -267,7 +277,15 @@ export const hostRoutes: FastifyPluginAsyncZod<HostRoutesOptions> = async (app, 
         response: { 200: ConsumeResult, ...inputErrors, ...errorResponses(409) },
       },
     },
-    async (request) => store.consume(actingTenant(who(request)), request.params.id, request.body.worker),
+    async (request) => {
+      const tenant = actingTenant(who(request));
+      const span = consumeSpan(res.tracing, requestTrace(request), tenant ?? "", request.params.id);
+      return inSpan(span, async () => {
+        const c = await store.consume(tenant, request.params.id, request.body.worker);
+        span?.setAttributes({ "rendezvous.consume.first": c.first });
+        return c;
+      });
+    },
   );
 
   app.post(
@@ -284,7 +302,15 @@ export const hostRoutes: FastifyPluginAsyncZod<HostRoutesOptions> = async (app, 
     },
     async (request) => {
       const tenant = readTenant(who(request), request.query.tenant, config.tenants);
-      const result = await store.deliver(tenant, request.body);
+      const span = childSpan(request, res.tracing, "rendezvous.deliver", "internal", {
+        "rendezvous.tenant": tenant,
+        "rendezvous.resolution.kind": "deliver",
+      });
+      const result = await inSpan(span, async () => {
+        const r = await store.deliver(tenant, request.body, spanTrace(span, request));
+        span?.setAttributes({ "rendezvous.waits.delivered": r.delivered.length });
+        return r;
+      });
       if (result.delivered.length > 0)
         res.metrics.resolutions.inc({ kind: "deliver", tenant }, result.delivered.length);
       return result;

@@ -18,6 +18,7 @@ import {
   RegistryAdmin,
   type RegistryWatch,
   SecretKey,
+  startTracing,
 } from "@rendezvous/engine";
 import { buildApp, defaultPerAddress, defaultPerClient } from "@rendezvous/http";
 import { continuationQueues } from "@rendezvous/protocol";
@@ -100,11 +101,20 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
 
   // what the dev config's description prints: the file as read (the registry replaces config.tenants)
   const asRead: unknown = created ? JSON.parse(JSON.stringify(config)) : undefined;
+  // tracing (docs/api.md, Tracing): loaded only when the OTEL_* variables ask for it
+  let tracing: Awaited<ReturnType<typeof startTracing>>;
+  try {
+    tracing = await startTracing(kind, log);
+  } catch (err) {
+    await cleanUp();
+    throw err;
+  }
   const res = createResources({
     redisUrl,
     config,
     prefix: env.RENDEZVOUS_PREFIX,
     logger: log,
+    tracing,
     commandTimeoutMs: env.RENDEZVOUS_REDIS_COMMAND_TIMEOUT_MS,
   });
   let started: RunningRoles | undefined;
@@ -178,6 +188,8 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
           if (planner && planner !== roles.scheduler?.planner) await planner.close();
           await res.close();
           await cleanUp();
+          // the spans still buffered go out before exit
+          await tracing.shutdown().catch((err: unknown) => log.warn({ err }, "tracing: flush on stop failed"));
           log.info("stopped");
         })();
         return stopping;
@@ -188,6 +200,7 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
     await watch?.stop();
     await res.close();
     await cleanUp();
+    await tracing.shutdown().catch(() => undefined);
     throw listenRefusal(err, host, port);
   }
 }

@@ -12,9 +12,16 @@
  * (`rendezvous start` shares one with the scheduler, to leave the API room in the same
  * event loop) the steps run one at a time across partitions with a rest after each full
  * one; alone in a process the dispatcher runs partitions in parallel, unpaced.
+ *
+ * Tracing: a resolution's context (the match's, else the wait's registration context)
+ * goes on its continuation job as BullMQ's telemetry carries it
+ * (`opts.telemetry.metadata`, bullmq-otel's format) and on its webhook request's
+ * headers; a tracing dispatcher hands each one out in a producer span
+ * (`rendezvous.dispatch`, child of that context) and carries the span's context instead.
  */
 import { createHmac } from "node:crypto";
 import {
+  bullmqTelemetryMetadata,
   ConsumerLoop,
   failpoint,
   failpointArmed,
@@ -24,6 +31,9 @@ import {
   type ResolutionEntry,
   type Resources,
   type Store,
+  type TraceCarrier,
+  type TraceSpan,
+  traceOfBullmqMetadata,
 } from "@rendezvous/engine";
 import { continuationQueueName, continuationQueueOf, type Wait } from "@rendezvous/protocol";
 import { type Job, Queue, Worker } from "bullmq";
@@ -74,6 +84,18 @@ export interface DispatcherOptions {
 interface WebhookJob {
   tenant: string;
   waitId: string;
+}
+
+/** A settled wait to hand out, with the trace context its continuation carries on. */
+interface Handout {
+  wait: Wait;
+  trace: TraceCarrier | undefined;
+  span: TraceSpan | undefined;
+}
+
+/** The job options' telemetry of a trace context (none without one). */
+function telemetryOf(trace: TraceCarrier | undefined): { telemetry?: { metadata: string } } {
+  return trace ? { telemetry: { metadata: bullmqTelemetryMetadata(trace) } } : {};
 }
 
 export class Dispatcher {
@@ -179,31 +201,37 @@ export class Dispatcher {
    * outbox entries; an entry written before they did is answered by a read of its wait.
    */
   async #dispatch(partition: number, entries: ResolutionEntry[]): Promise<void> {
-    const waits = await this.#waitsOf(entries);
-    const byQueue = new Map<string, Wait[]>();
-    const hooks: Wait[] = [];
-    for (const wait of waits) {
+    const handouts = await this.#handoutsOf(partition, entries);
+    const byQueue = new Map<string, Handout[]>();
+    const hooks: Handout[] = [];
+    for (const h of handouts) {
+      const wait = h.wait;
       // a wait whose type one of the tenant's groups routes goes to that group's queue
       const name = continuationQueueOf(this.#res.config.tenants, wait.tenant, wait.eventType);
       const list = byQueue.get(name);
-      if (list) list.push(wait);
-      else byQueue.set(name, [wait]);
-      if (this.#res.config.tenants[wait.tenant]?.webhook) hooks.push(wait);
+      if (list) list.push(h);
+      else byQueue.set(name, [h]);
+      if (this.#res.config.tenants[wait.tenant]?.webhook) hooks.push(h);
     }
     // the continuation jobs of every queue and the webhook deliveries in one round trip
     const adds = [...byQueue].map(([name, list]) =>
       this.queue(name).addBulk(
-        list.map((wait) => ({
+        list.map(({ wait, trace }) => ({
           name: "continuation",
           data: wait,
-          opts: { jobId: wait.id, removeOnComplete: { age: DAY_S }, removeOnFail: { age: 7 * DAY_S } },
+          opts: {
+            jobId: wait.id,
+            removeOnComplete: { age: DAY_S },
+            removeOnFail: { age: 7 * DAY_S },
+            ...telemetryOf(trace),
+          },
         })),
       ),
     );
     if (hooks.length > 0) {
       adds.push(
         this.queue(WEBHOOK_QUEUE).addBulk(
-          hooks.map((wait) => ({
+          hooks.map(({ wait, trace }) => ({
             name: "webhook",
             data: { tenant: wait.tenant, waitId: wait.id },
             opts: {
@@ -212,18 +240,26 @@ export class Dispatcher {
               backoff: { type: "exponential", delay: this.#opts.webhookBackoffMs ?? 1000 },
               removeOnComplete: { age: DAY_S },
               removeOnFail: { age: 7 * DAY_S },
+              ...telemetryOf(trace),
             },
           })),
         ),
       );
     }
-    await Promise.all(adds);
+    try {
+      await Promise.all(adds);
+    } catch (err) {
+      for (const h of handouts) h.span?.fail(err);
+      throw err;
+    } finally {
+      for (const h of handouts) h.span?.end();
+    }
     failpoint("dispatcher.after-enqueue");
     // an outbox entry handled again after a crash (recorded, not yet acknowledged)
     // finds its job already there (same job id) and records nothing new: `once` keeps
     // one continuation_dispatched per job id
     const annotations = [...byQueue].flatMap(([name, list]) =>
-      list.map((wait) => ({
+      list.map(({ wait }) => ({
         waitId: wait.id,
         what: "continuation_dispatched" as const,
         detail: { queue: name, jobId: wait.id },
@@ -239,20 +275,48 @@ export class Dispatcher {
     } else {
       await this.#store.annotateMany(annotations, [this.loop.ackCommand(partition, ids)]);
     }
-    this.#res.metrics.continuationsDispatched.inc({ channel: "queue" }, waits.length);
+    this.#res.metrics.continuationsDispatched.inc({ channel: "queue" }, handouts.length);
   }
 
-  /** The settled waits of the entries: carried by the entries, else read (entries of before; gone once expired). */
-  async #waitsOf(entries: ResolutionEntry[]): Promise<Wait[]> {
+  /**
+   * The settled waits of the entries (carried by the entries, else read: entries of
+   * before; gone once expired), each with the context its continuation carries: the
+   * resolution's, else the wait's registration context; a tracing process's dispatch span's.
+   */
+  async #handoutsOf(partition: number, entries: ResolutionEntry[]): Promise<Handout[]> {
     const missing = entries.flatMap((e) => (e.wait === null && e.waitId ? [e.waitId] : []));
     const read = missing.length > 0 ? await this.#store.getWaits(missing) : [];
     let r = 0;
-    const waits: Wait[] = [];
+    const tracing = this.#res.tracing;
+    const handouts: Handout[] = [];
     for (const e of entries) {
       const wait = e.wait ?? (e.waitId ? read[r++] : null);
-      if (wait) waits.push(wait);
+      if (!wait) continue;
+      const received = e.trace ?? e.registration;
+      if (!tracing.enabled) {
+        handouts.push({ wait, trace: received, span: undefined });
+        continue;
+      }
+      const span = tracing.start("rendezvous.dispatch", {
+        kind: "producer",
+        parent: received,
+        // a resolution by an event is in the event's trace: the registration is a link
+        links: e.trace ? [e.registration] : undefined,
+        attributes: {
+          "messaging.system": "bullmq",
+          "messaging.operation.type": "send",
+          "messaging.operation.name": "dispatch",
+          "messaging.destination.name": continuationQueueOf(this.#res.config.tenants, wait.tenant, wait.eventType),
+          "messaging.message.id": wait.id,
+          "rendezvous.partition": partition,
+          "rendezvous.tenant": wait.tenant,
+          "rendezvous.wait.id": wait.id,
+          "rendezvous.resolution.kind": wait.resolution?.kind ?? "",
+        },
+      });
+      handouts.push({ wait, trace: span.carrier ?? received, span });
     }
-    return waits;
+    return handouts;
   }
 
   async #sendWebhook(job: Job<WebhookJob>): Promise<void> {
@@ -261,17 +325,42 @@ export class Dispatcher {
     const wait = await this.#store.getWait(job.data.tenant, job.data.waitId);
     if (!wait) return;
     const body = JSON.stringify({ wait });
-    const res = await fetch(hook.url, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        "rendezvous-signature": signWebhook(hook.secret, body),
-        "rendezvous-delivery": job.id ?? wait.id,
-      },
-      body,
-      signal: AbortSignal.timeout(this.#opts.webhookTimeoutMs ?? 10_000),
-    });
-    if (!res.ok) throw new Error(`webhook answered ${res.status}`);
+    const received = traceOfBullmqMetadata(job.opts.telemetry?.metadata);
+    const span = this.#res.tracing.enabled
+      ? this.#res.tracing.start("rendezvous.webhook", {
+          kind: "client",
+          parent: received,
+          attributes: {
+            "http.request.method": "POST",
+            "rendezvous.wait.id": wait.id,
+            "rendezvous.tenant": wait.tenant,
+          },
+        })
+      : undefined;
+    const trace = span?.carrier ?? received;
+    const headers: Record<string, string> = {
+      "content-type": "application/json",
+      "rendezvous-signature": signWebhook(hook.secret, body),
+      "rendezvous-delivery": job.id ?? wait.id,
+    };
+    if (trace) headers.traceparent = trace.traceparent;
+    if (trace?.tracestate) headers.tracestate = trace.tracestate;
+    let res: Response;
+    try {
+      res = await fetch(hook.url, {
+        method: "POST",
+        headers,
+        body,
+        signal: AbortSignal.timeout(this.#opts.webhookTimeoutMs ?? 10_000),
+      });
+      span?.setAttributes({ "http.response.status_code": res.status });
+      if (!res.ok) throw new Error(`webhook answered ${res.status}`);
+    } catch (err) {
+      span?.fail(err);
+      throw err;
+    } finally {
+      span?.end();
+    }
     await this.#store.annotate(null, wait.id, "continuation_dispatched", { webhook: hook.url, status: res.status });
     this.#res.metrics.continuationsDispatched.inc({ channel: "webhook" });
   }

@@ -10,7 +10,7 @@
  * handing out the continuations and other clients' commands are served between steps.
  */
 
-import { failpoint, type Metrics, type Pacer, type Store } from "@rendezvous/engine";
+import { failpoint, type Metrics, NO_TRACING, type Pacer, type Store, type Tracing } from "@rendezvous/engine";
 import type { Wait } from "@rendezvous/protocol";
 
 /** What firing did: waits timed out, waits left for a retry job, steps taken and the largest. */
@@ -59,6 +59,8 @@ export interface FiringOptions {
   retryMs: number;
   /** makes sure a bucket job fires at each of these deadlines (waits held back by the rule) */
   retryAt(deadlines: Array<{ deadline: number }>): Promise<unknown>;
+  /** a span per wait timed out, child of its registration context @defaultValue NO_TRACING */
+  tracing?: Tracing;
 }
 
 /** Times out `ids` in steps of at most `o.step` waits; a retry job for those an on-time event still holds back. */
@@ -72,6 +74,8 @@ export async function fireInSteps(ids: readonly string[], o: FiringOptions): Pro
 }
 
 async function fireStep(slice: string[], o: FiringOptions, total: FireResult): Promise<void> {
+  const tracing = o.tracing ?? NO_TRACING;
+  const startedAt = tracing.enabled ? Date.now() : 0;
   const results = await o.store.timeoutMany(slice);
   failpoint("scheduler.after-timeout");
   const firedAt = Date.now();
@@ -82,6 +86,21 @@ async function fireStep(slice: string[], o: FiringOptions, total: FireResult): P
       o.metrics.resolutions.inc({ kind: "timeout", tenant: r.wait.tenant });
       const seconds = lateness(r.wait, firedAt);
       if (seconds !== undefined) o.metrics.timeoutLateness.observe({ tenant: r.wait.tenant }, seconds);
+      if (tracing.enabled) {
+        // the resolution's span, in the registration's trace (the step's call is its time)
+        tracing
+          .start("rendezvous.timeout", {
+            parent: r.registration,
+            startTime: startedAt,
+            attributes: {
+              "rendezvous.wait.id": r.wait.id,
+              "rendezvous.tenant": r.wait.tenant,
+              "rendezvous.resolution.kind": "timeout",
+              ...(seconds !== undefined ? { "rendezvous.timeout.lateness_s": seconds } : {}),
+            },
+          })
+          .end();
+      }
     } else if (r.outcome === "backlog" || (r.outcome === "not_due" && r.deadline !== null)) {
       later.push({ deadline: Math.max(firedAt + o.retryMs, r.deadline ?? 0) });
     }

@@ -4,8 +4,24 @@
  * after its match (and the resolution's outbox entry, written by the same script)
  * is committed; a matcher killed in between leaves it pending for another matcher,
  * and re-running the match is a no-op.
+ *
+ * Tracing: an event accepted with a trace context is matched in a span of that trace
+ * (`rendezvous.match`, a consumer span, child of it; the registration contexts of the
+ * waits it resolved as links), whose context goes on the resolutions' outbox entries.
+ * In a process that does not trace the event's context goes on as it came.
  */
-import { ConsumerLoop, decodeParts, EVENT_FEED, type EventEntry, failpoint, type Resources } from "@rendezvous/engine";
+import {
+  ConsumerLoop,
+  decodeParts,
+  EVENT_FEED,
+  type EventEntry,
+  failpoint,
+  type Resources,
+  type StreamEvent,
+  type TraceSpan,
+  traceOfText,
+  traceText,
+} from "@rendezvous/engine";
 
 export interface MatcherOptions {
   /** partitions to serve @defaultValue all */
@@ -49,7 +65,36 @@ export class Matcher {
 
   async #handle(partition: number, entries: EventEntry[]): Promise<void> {
     const events = entries.flatMap((e) => e.events);
-    const results = await this.#res.store.match(partition, events);
+    const tracing = this.#res.tracing;
+    const spans = tracing.enabled ? events.map((e) => this.#matchSpan(partition, e)) : undefined;
+    // untraced here: each event's context (if any) goes on as it came; nothing when none has one
+    const traces = spans
+      ? spans.map((s) => traceText(s.carrier))
+      : events.some((e) => e.trace)
+        ? events.map((e) => traceText(e.trace))
+        : undefined;
+    let results: Awaited<ReturnType<Resources["store"]["match"]>>;
+    try {
+      results = await this.#res.store.match(partition, events, traces);
+    } catch (err) {
+      for (const s of spans ?? []) {
+        s.fail(err);
+        s.end();
+      }
+      throw err;
+    }
+    if (spans) {
+      results.forEach((r, i) => {
+        const span = spans[i] as TraceSpan;
+        span.setAttributes({
+          "rendezvous.match.status": r.status,
+          "rendezvous.waits.matched": r.matched.length,
+          "rendezvous.waits.late": r.late.length,
+        });
+        if (r.registrations) span.addLinks(r.registrations.map(traceOfText));
+        span.end();
+      });
+    }
     failpoint("matcher.after-match");
     const now = Date.now();
     const m = this.#res.metrics;
@@ -69,5 +114,20 @@ export class Matcher {
       partition,
       entries.map((e) => e.id),
     );
+  }
+
+  #matchSpan(partition: number, event: StreamEvent): TraceSpan {
+    return this.#res.tracing.start("rendezvous.match", {
+      kind: "consumer",
+      parent: event.trace,
+      attributes: {
+        "messaging.system": "rendezvous",
+        "messaging.operation.type": "process",
+        "messaging.operation.name": "match",
+        "messaging.destination.name": `events.p${partition}`,
+        "messaging.message.id": event.streamId,
+        "rendezvous.partition": partition,
+      },
+    });
   }
 }

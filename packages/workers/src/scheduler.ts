@@ -208,6 +208,7 @@ export class Scheduler {
       pacer: this.#o.pacer,
       retryMs: this.#o.retryMs,
       retryAt: (later) => this.schedule(later),
+      tracing: this.#res.tracing,
     });
   }
 

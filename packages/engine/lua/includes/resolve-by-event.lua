@@ -6,10 +6,10 @@
 
 -- Resolves the waiting wait by the event `ev` (`ref`: its eventRef): the resolution
 -- carries the event with its payload, the history entry its reference. Returns the
--- settled record text. `member`: as settleWait.
-local function resolveByEvent(keys, waitId, wait, ev, ref, now, retentionMs, member)
+-- settled record text. `member`, `trace`: as settleWait.
+local function resolveByEvent(keys, waitId, wait, ev, ref, now, retentionMs, member, trace)
   local resolution = { k = "e", at = now, ev = { pr = ev["pr"], id = ev["id"], at = ev["at"], sid = ev["sid"], pl = ev["pl"] } }
-  return settleWait(keys, waitId, wait, "r", resolution, { at = now, w = "resolved", k = "e", ev = ref }, now, retentionMs, member)
+  return settleWait(keys, waitId, wait, "r", resolution, { at = now, w = "resolved", k = "e", ev = ref }, now, retentionMs, member, trace)
 end
 
 -- Was the settled wait resolved by this very event? (One stream entry may carry
@@ -24,8 +24,9 @@ end
 -- order; with N of them, or for an event of a failure type, the wait is resolved (the
 -- resolution lists them, `o` = "f" marks a failure type's),
 -- else it stays waiting with them collected. An event collected before is not taken
--- again (distinct event keys). Returns (taken, settled record text or nil).
-local function takeForShape(keys, waitId, wait, ev, ref, x, now, retentionMs, member)
+-- again (distinct event keys). Returns (taken, settled record text or nil). `member`,
+-- `trace`: as settleWait.
+local function takeForShape(keys, waitId, wait, ev, ref, x, now, retentionMs, member, trace)
   local col = wait["col"] or {}
   for _, r in ipairs(col) do
     if r["pr"] == ev["pr"] and r["id"] == ev["id"] then
@@ -61,7 +62,7 @@ local function takeForShape(keys, waitId, wait, ev, ref, x, now, retentionMs, me
       resolution["o"] = "f"
       entry["o"] = "f"
     end
-    local record = settleWait(keys, waitId, wait, "r", resolution, entry, now, retentionMs, member)
+    local record = settleWait(keys, waitId, wait, "r", resolution, entry, now, retentionMs, member, trace)
     return true, record
   end
   wait["col"] = col

@@ -3,7 +3,8 @@
   deadline indexes, enters the done index (so later events of its match key are
   recorded as late), is scheduled for removal after retention, and its resolution goes
   on the outbox (entry w = waitId, k = resolution kind, r = the wait record as stored:
-  what the dispatcher hands out, read from no other place).
+  what the dispatcher hands out, read from no other place; t = the trace context text
+  of the resolution, when the caller has one).
 ]]
 --@include "clock"
 --@include "wait-record"
@@ -13,8 +14,9 @@
 -- Returns the stored record text (what the transitions reply: no second encode).
 -- `member`, when not nil, is the wait's index member as the caller read it (in the
 -- current layout); else it is computed, and a legacy member is removed in its place.
--- The done index gets the current layout either way.
-local function settleWait(keys, waitId, wait, state, resolution, historyEntry, now, retentionMs, member)
+-- The done index gets the current layout either way. `trace`, when neither nil nor "",
+-- is the resolution's trace context text (the outbox entry's t).
+local function settleWait(keys, waitId, wait, state, resolution, historyEntry, now, retentionMs, member, trace)
   wait["s"] = state
   wait["res"] = resolution
   pushHistory(wait, historyEntry)
@@ -54,6 +56,10 @@ local function settleWait(keys, waitId, wait, state, resolution, historyEntry, n
     redis.call("ZREM", keys.deadlines, waitId)
   end
   scheduleExpiry(keys.expiry, intText(now + retentionMs), "w", waitId)
-  redis.call("XADD", keys.outbox, "*", "w", waitId, "k", resolution["k"], "r", record)
+  if trace and trace ~= "" then
+    redis.call("XADD", keys.outbox, "*", "w", waitId, "k", resolution["k"], "r", record, "t", trace)
+  else
+    redis.call("XADD", keys.outbox, "*", "w", waitId, "k", resolution["k"], "r", record)
+  end
   return record
 end

@@ -1,12 +1,19 @@
 --[[
   The entries of a partition stream. An entry is written with field ks: the encoded
   event keys of the events accepted together, one after the other (self-delimiting).
-  An entry with field k (one event key) is read the same way.
+  An entry with field k (one event key) is read the same way. An entry whose events
+  came with trace contexts also has field t: one length-prefixed part ("<len>:<text>")
+  per event of ks, in order, the event's trace context text ("" for none; see
+  src/formats/trace-context.ts).
 ]]
 --@include "parts"
 
--- Appends one entry for the events with these event keys; returns its stream id.
-local function addEntry(streamKey, id, eventKeys)
+-- Appends one entry for the events with these event keys (and, when not nil, their
+-- trace context parts, one per event key); returns its stream id.
+local function addEntry(streamKey, id, eventKeys, traceParts)
+  if traceParts then
+    return redis.call("XADD", streamKey, id, "ks", table.concat(eventKeys), "t", table.concat(traceParts))
+  end
   return redis.call("XADD", streamKey, id, "ks", table.concat(eventKeys))
 end
 

@@ -2,15 +2,17 @@
  * The entry fields of a partition's two streams, as the Lua scripts write them:
  * - the event stream: `ks`, the encoded event keys one ingest call appended to the
  *   partition, concatenated (appendEvents), or a single event key in `k` (an entry
- *   form still read: stored data keeps it);
+ *   form still read: stored data keeps it); `t`, when the events came with trace
+ *   contexts, one length-prefixed part per event (formats/trace-context.ts);
  * - the outbox: `w`, the resolved wait's id, `k`, the resolution's kind, and `r`, the
  *   wait record as the settling script saved it (what the dispatcher hands out, read
  *   without a second look at the wait); entries written before `r` existed hold `w`
- *   and `k` only.
+ *   and `k` only; `t`, the resolution's trace context text, when it has one.
  */
 import type { Wait } from "@rendezvous/protocol";
 import { splitEncodings } from "../encoding.js";
-import { waitOf } from "./wait-record.js";
+import { entryTraces, type TraceCarrier, traceOfText } from "./trace-context.js";
+import { parseWaitRecord, toWait } from "./wait-record.js";
 
 /** A stream entry as XREADGROUP / XAUTOCLAIM return it. */
 export interface StreamEntry {
@@ -23,6 +25,8 @@ export interface StreamEntry {
 export interface StreamEvent {
   streamId: string;
   eventKey: string;
+  /** the trace context the event was accepted with, when it had one */
+  trace?: TraceCarrier;
 }
 
 /** An entry of the event stream with the events it holds. */
@@ -37,6 +41,10 @@ export interface ResolutionEntry {
   waitId: string | null;
   /** the wait as settled (the API view of `r`); null for an entry without it: read the wait */
   wait: Wait | null;
+  /** the resolution's trace context (the match's), when it has one */
+  trace?: TraceCarrier;
+  /** the wait's registration trace context (from `r`), when it has one */
+  registration?: TraceCarrier;
 }
 
 /** The entries of an XREADGROUP / XAUTOCLAIM reply for one stream. */
@@ -55,7 +63,15 @@ export function toStreamEntries(raw: unknown): StreamEntry[] {
 export function eventsOfEntry(entry: StreamEntry): EventEntry {
   const f = entry.fields;
   if (f?.ks !== undefined) {
-    return { id: entry.id, events: splitEncodings(f.ks, 3).map((eventKey) => ({ streamId: entry.id, eventKey })) };
+    const events: StreamEvent[] = splitEncodings(f.ks, 3).map((eventKey) => ({ streamId: entry.id, eventKey }));
+    if (f.t !== undefined) {
+      const traces = entryTraces(f.t, events.length);
+      events.forEach((e, i) => {
+        const trace = traces[i];
+        if (trace) e.trace = trace;
+      });
+    }
+    return { id: entry.id, events };
   }
   if (f?.k !== undefined) return { id: entry.id, events: [{ streamId: entry.id, eventKey: f.k }] };
   return { id: entry.id, events: [] };
@@ -65,5 +81,11 @@ export function eventsOfEntry(entry: StreamEntry): EventEntry {
 export function resolutionOfEntry(entry: StreamEntry): ResolutionEntry {
   const waitId = entry.fields?.w ? entry.fields.w : null;
   const record = entry.fields?.r;
-  return { id: entry.id, waitId, wait: waitId !== null && record ? waitOf(waitId, record) : null };
+  const raw = waitId !== null && record ? parseWaitRecord(record) : null;
+  const out: ResolutionEntry = { id: entry.id, waitId, wait: raw && waitId !== null ? toWait(waitId, raw) : null };
+  const trace = traceOfText(entry.fields?.t);
+  if (trace) out.trace = trace;
+  const registration = traceOfText(raw?.tc);
+  if (registration) out.registration = registration;
+  return out;
 }

@@ -79,6 +79,8 @@ export interface RawWait {
   con?: { by: string; at: number };
   late?: RawEventRef[];
   h?: Array<{ at: number; w: string } & Record<string, unknown>>;
+  /** the registration's trace context text (formats/trace-context.ts); not part of the API's Wait */
+  tc?: string;
 }
 
 /**
@@ -225,9 +227,10 @@ export function waitOf(id: string, raw: unknown): Wait {
 
 /**
  * The definition part of a new wait record, JSON {mk, r, p, j?, m?, tk?, hb?, mx?, ixs?,
- * n?, fk?} (encoded match key, runId, position, external job id, raw metadata JSON,
+ * n?, fk?, tc?} (encoded match key, runId, position, external job id, raw metadata JSON,
  * completion token hash, heartbeatMs; a shaped wait's other match keys, the index keys of
- * all of them, count, failure match keys): registerWait adds the rest.
+ * all of them, count, failure match keys; the registration's trace context text):
+ * registerWait adds the rest. A record with a `tc` is never compact.
  */
 export function registrationRecord(r: {
   matchKey: string;
@@ -243,6 +246,8 @@ export function registrationRecord(r: {
   indexKeys?: string[] | undefined;
   count?: number | undefined;
   failureMatchKeys?: string[] | undefined;
+  /** the registration's trace context text (formats/trace-context.ts) */
+  trace?: string | undefined;
 }): string {
   const shape =
     r.otherMatchKeys !== undefined || r.count !== undefined || r.failureMatchKeys !== undefined
@@ -257,5 +262,6 @@ export function registrationRecord(r: {
     tk: r.tokenHash,
     hb: r.heartbeatMs,
     ...shape,
+    tc: r.trace || undefined,
   });
 }

@@ -22,6 +22,7 @@ import {
 } from "../formats/event-record.js";
 import { iso } from "../formats/iso.js";
 import { type Rejection, rejectionRecord, toRejections } from "../formats/rejection-record.js";
+import { type TraceCarrier, traceText } from "../formats/trace-context.js";
 import { annotateWaitCall } from "../transitions/annotateWait.js";
 import { type Appended, appendEventsCall, appendEventsResults } from "../transitions/appendEvents.js";
 import { dedupEventsCall, dedupEventsCodes } from "../transitions/dedupEvents.js";
@@ -37,9 +38,10 @@ export type IngestResult =
 /**
  * An event to ingest. `canonicalPayload`, when the caller has it already, must be
  * `canonicalJson(payload)` (the ingest API computes it to size the event); the
- * Store computes it otherwise.
+ * Store computes it otherwise. `trace`, the trace context the event is accepted with,
+ * goes in its stream entry (not its content: a re-send under another is a duplicate).
  */
-export type IngestInput = EventInput & { canonicalPayload?: string };
+export type IngestInput = EventInput & { canonicalPayload?: string; trace?: TraceCarrier };
 
 /** Most refusals kept per match key. */
 export const REJECTIONS_KEPT = 20;
@@ -122,7 +124,11 @@ export class IngestSystem {
           const it = items[i] as Item;
           const retention = retentionFor(config as Config, it.input.type);
           keepMs = Math.max(keepMs, retention);
-          return { eventKey: it.eventKey, head: eventRecordHead(prefix, it, retention) };
+          return {
+            eventKey: it.eventKey,
+            head: eventRecordHead(prefix, it, retention),
+            trace: traceText(it.input.trace),
+          };
         });
         return appendEventsCall(k, { keepMs, now, events });
       },

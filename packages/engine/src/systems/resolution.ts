@@ -16,14 +16,22 @@ import { type TimeoutResult, timeoutWaitCall, timeoutWaitResult } from "../trans
 export class ResolutionSystem {
   constructor(private readonly ctx: EngineContext) {}
 
-  /** Runs the match for stream entries of one partition, in one round trip. */
-  async match(partition: number, entries: Array<{ streamId: string; eventKey: string }>): Promise<MatchResult[]> {
+  /**
+   * Runs the match for stream entries of one partition, in one round trip; `traces[i]`,
+   * the trace context text of entry i's match, goes on the outbox entries it writes.
+   */
+  async match(
+    partition: number,
+    entries: Array<{ streamId: string; eventKey: string }>,
+    traces?: ReadonlyArray<string | undefined>,
+  ): Promise<MatchResult[]> {
     const { keys, config } = this.ctx;
     const k = keys.partition(partition);
     const now = this.ctx.now();
     const replies = await this.ctx.runAll(
-      entries.map((e) =>
+      entries.map((e, i) =>
         matchEventCall(k, {
+          trace: traces?.[i],
           streamId: e.streamId,
           eventKey: e.eventKey,
           fanoutCap: config.fanoutCap,

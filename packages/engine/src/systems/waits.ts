@@ -8,6 +8,7 @@ import type { BatchCommand } from "../batch.js";
 import { canonicalJson, digest, encodeParts } from "../encoding.js";
 import type { EngineContext } from "../engine-context.js";
 import { tagPartition, untagPartition, waitIdPrefix } from "../formats/index-members.js";
+import { type TraceCarrier, traceText } from "../formats/trace-context.js";
 import { parseWaitRecord, type RawWait, registrationRecord, toWait, waitOf } from "../formats/wait-record.js";
 import { annotateWaitCall, annotateWaitResult } from "../transitions/annotateWait.js";
 import { cancelWaitCall, cancelWaitResult } from "../transitions/cancelWait.js";
@@ -74,10 +75,15 @@ export class WaitsSystem {
   /**
    * Registers a wait (idempotent on (tenant, runId, position)). Two round trips:
    * claim the run position in the run key's partition, then create the wait in the
-   * match key's partition, matching a buffered event at once.
+   * match key's partition, matching a buffered event at once. `trace`, the registration's
+   * trace context, is kept in the new wait's record (not part of its definition).
    * @throws RendezvousError wait_conflict, invalid_request, payload_too_large (metadata over maxMetadataBytes)
    */
-  async register(tenant: string, spec: WaitSpec): Promise<{ created: boolean; wait: Wait; token?: string }> {
+  async register(
+    tenant: string,
+    spec: WaitSpec,
+    trace?: TraceCarrier,
+  ): Promise<{ created: boolean; wait: Wait; token?: string }> {
     const { keys, config } = this.ctx;
     const deadlineMs = toMs(spec.deadline);
     const sinceMs = toMs(spec.since);
@@ -176,6 +182,7 @@ export class WaitsSystem {
         : {}),
       tokenHash: token?.hash,
       heartbeatMs: spec.heartbeatMs,
+      trace: traceText(trace),
     });
     const reply = await this.ctx.run(
       registerWaitCall(keys.partition(partition), {
@@ -230,14 +237,18 @@ export class WaitsSystem {
     });
   }
 
-  /** Cancels a waiting wait. @throws RendezvousError not_found, not_waiting */
-  async cancel(tenant: string | null, waitId: string): Promise<Wait> {
+  /**
+   * Cancels a waiting wait; `trace`, the cancel's trace context, goes on its outbox entry.
+   * @throws RendezvousError not_found, not_waiting
+   */
+  async cancel(tenant: string | null, waitId: string, trace?: TraceCarrier): Promise<Wait> {
     const reply = await this.ctx.run(
       cancelWaitCall(this.ctx.partitionOf(waitId), {
         waitId,
         tenantPrefix: tenantPrefix(tenant),
         retentionMs: this.ctx.config.retentionMs,
         now: this.ctx.now(),
+        trace: traceText(trace),
       }),
     );
     const wait = cancelWaitResult(waitId, reply);
@@ -325,7 +336,11 @@ export class WaitsSystem {
    * more than one candidate without `all` is refused and nothing is resolved.
    * @throws RendezvousError ambiguous
    */
-  async deliver(tenant: string, req: DeliverRequest): Promise<{ delivered: string[]; matched: number }> {
+  async deliver(
+    tenant: string,
+    req: DeliverRequest,
+    trace?: TraceCarrier,
+  ): Promise<{ delivered: string[]; matched: number }> {
     const { keys, config } = this.ctx;
     const now = this.ctx.now();
     const partitions =
@@ -366,6 +381,7 @@ export class WaitsSystem {
             retentionMs: config.retentionMs,
             waitIds: x.ids,
             now,
+            trace: traceText(trace),
           }),
         ),
     );

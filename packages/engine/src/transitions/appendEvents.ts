@@ -8,8 +8,8 @@ import { clock, type ScriptCall, transitionCall } from "./run.js";
 export interface AppendEventsArgs {
   keepMs: number;
   now?: number;
-  /** each event's key and record head (formats/event-record.ts), in order */
-  events: Array<{ eventKey: string; head: string }>;
+  /** each event's key, record head (formats/event-record.ts) and trace context text ("" or absent: none), in order */
+  events: Array<{ eventKey: string; head: string; trace?: string }>;
 }
 
 /** Per event: appended (under the call's stream id), or the record stored before under its key. */
@@ -19,8 +19,19 @@ export function appendEventsCall(k: PartitionKeys, a: AppendEventsArgs): ScriptC
   let chars = 0;
   for (const e of a.events) chars += e.eventKey.length + e.head.length + 10;
   const packed = new Packer(chars * 3);
-  for (const e of a.events) packed.field(e.eventKey).field(e.head);
-  return transitionCall("appendEvents", k, { keepMs: a.keepMs, now: clock(a.now), events: packed.done() });
+  let traced = false;
+  for (const e of a.events) {
+    packed.field(e.eventKey).field(e.head);
+    if (e.trace) traced = true;
+  }
+  // the traces argument only when an event has one: nothing more to send or store otherwise
+  const traces: Buffer[] = [];
+  if (traced) {
+    const t = new Packer(a.events.length * 64);
+    for (const e of a.events) t.field(e.trace ?? "");
+    traces.push(t.done());
+  }
+  return transitionCall("appendEvents", k, { keepMs: a.keepMs, now: clock(a.now), events: packed.done(), traces });
 }
 
 /** The reply { streamId, one code digit per event, the stored records of the EXISTS ones }, per event. */

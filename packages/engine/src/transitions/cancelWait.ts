@@ -12,6 +12,8 @@ export interface CancelWaitArgs {
   tenantPrefix: string;
   retentionMs: number;
   now?: number;
+  /** the cancel's trace context text, written on the outbox entry ("" or absent: none) */
+  trace?: string;
 }
 
 export function cancelWaitCall(k: PartitionKeys, a: CancelWaitArgs): ScriptCall {
@@ -20,6 +22,7 @@ export function cancelWaitCall(k: PartitionKeys, a: CancelWaitArgs): ScriptCall 
     tenantPrefix: a.tenantPrefix,
     retentionMs: a.retentionMs,
     now: clock(a.now),
+    trace: a.trace ?? "",
   });
 }
 

@@ -16,6 +16,8 @@ export interface DeliverWaitsArgs {
   retentionMs: number;
   waitIds: string[];
   now?: number;
+  /** the delivery's trace context text, written on the outbox entries ("" or absent: none) */
+  trace?: string;
 }
 
 export function deliverWaitsCall(k: PartitionKeys, a: DeliverWaitsArgs): ScriptCall {
@@ -26,6 +28,7 @@ export function deliverWaitsCall(k: PartitionKeys, a: DeliverWaitsArgs): ScriptC
     now: clock(a.now),
     outcome: a.outcome === "failure" ? "f" : "s",
     error: a.error ?? "",
+    trace: a.trace ?? "",
     waitIds: a.waitIds,
   });
 }

@@ -10,6 +10,8 @@ export interface MatchResult {
   status: "matched" | "buffered" | "late" | "duplicate" | "missing";
   matched: string[];
   late: string[];
+  /** with a trace: the registration trace context text of each matched wait ("" for none) */
+  registrations?: string[];
 }
 
 export interface MatchEventArgs {
@@ -20,6 +22,8 @@ export interface MatchEventArgs {
   now?: number;
   /** what the wait ids of the partition start with */
   idPrefix: string;
+  /** the match's trace context text, written on the resolutions' outbox entries ("" or absent: none) */
+  trace?: string;
 }
 
 export function matchEventCall(k: PartitionKeys, a: MatchEventArgs): ScriptCall {
@@ -30,14 +34,17 @@ export function matchEventCall(k: PartitionKeys, a: MatchEventArgs): ScriptCall 
     retentionMs: a.retentionMs,
     now: clock(a.now),
     idPrefix: a.idPrefix,
+    trace: a.trace ? [a.trace] : [],
   });
 }
 
-export function matchEventResult([code, status, matched, late]: Reply): MatchResult {
+export function matchEventResult([code, status, matched, late, registrations]: Reply): MatchResult {
   if (code === Code.DUPLICATE) return { status: "duplicate", matched: [], late: [] };
   if (code === Code.NOT_FOUND) return { status: "missing", matched: [], late: [] };
   if (code !== Code.OK) throw failure(code);
   const s = status === "m" ? "matched" : status === "b" ? "buffered" : status === "l" ? "late" : null;
   if (!s) throw new RendezvousError("internal", `matchEvent: status ${String(status)}`);
-  return { status: s, matched: (matched as string[]) ?? [], late: (late as string[]) ?? [] };
+  const result: MatchResult = { status: s, matched: (matched as string[]) ?? [], late: (late as string[]) ?? [] };
+  if (Array.isArray(registrations) && registrations.length > 0) result.registrations = registrations as string[];
+  return result;
 }

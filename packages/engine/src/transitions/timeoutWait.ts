@@ -1,7 +1,8 @@
 /** timeoutWait (lua/timeoutWait-8.lua): a wait timed out by the event-time rule. */
 
 import type { Wait } from "@rendezvous/protocol";
-import { waitOf } from "../formats/wait-record.js";
+import { type TraceCarrier, traceOfText } from "../formats/trace-context.js";
+import { parseWaitRecord, toWait, waitOf } from "../formats/wait-record.js";
 import { MATCHER_GROUP, type PartitionKeys } from "../keys.js";
 import { Code, failure, type Reply } from "./replies.js";
 import { clock, type ScriptCall, transitionCall } from "./run.js";
@@ -12,7 +13,7 @@ import { clock, type ScriptCall, transitionCall } from "./run.js";
  * entries of its partition): retry shortly.
  */
 export type TimeoutResult =
-  | { outcome: "timed_out"; wait: Wait }
+  | { outcome: "timed_out"; wait: Wait; registration?: TraceCarrier }
   | { outcome: "not_waiting"; wait: Wait }
   | { outcome: "not_found" }
   | { outcome: "not_due"; deadline: number | null }
@@ -35,8 +36,13 @@ export function timeoutWaitCall(k: PartitionKeys, a: TimeoutWaitArgs): ScriptCal
 
 export function timeoutWaitResult(waitId: string, [code, value]: Reply): TimeoutResult {
   switch (code) {
-    case Code.RESOLVED:
-      return { outcome: "timed_out", wait: waitOf(waitId, value) };
+    case Code.RESOLVED: {
+      // one parse for the Wait and the registration's trace context
+      const raw = parseWaitRecord(String(value));
+      const registration = traceOfText(raw.tc);
+      const wait = toWait(waitId, raw);
+      return registration ? { outcome: "timed_out", wait, registration } : { outcome: "timed_out", wait };
+    }
     case Code.NOT_WAITING:
       return { outcome: "not_waiting", wait: waitOf(waitId, value) };
     case Code.NOT_FOUND:

@@ -12,6 +12,7 @@ import {
   type Logger,
   type Metrics,
   type Store,
+  type TraceCarrier,
 } from "@rendezvous/engine";
 import { RendezvousError, toWellFormed } from "@rendezvous/protocol";
 import type { ProducerIdentity } from "../auth.js";
@@ -74,8 +75,8 @@ export class ProducerIngest {
    * one event id among them are ordered as in a batch (the first is accepted, the
    * second a duplicate or a conflict).
    */
-  single(producer: ProducerIdentity, raw: unknown): Promise<IngestResult> {
-    const slot = this.#check(producer, raw);
+  single(producer: ProducerIdentity, raw: unknown, trace?: TraceCarrier): Promise<IngestResult> {
+    const slot = this.#check(producer, raw, trace);
     return new Promise<IngestResult>((resolve, reject) => {
       const lane = this.#lane(producer);
       lane.slots.push(slot);
@@ -149,10 +150,10 @@ export class ProducerIngest {
    * `maxPayloadBytes` by its serialized size); the valid ones go to the Store in one call.
    * @throws RendezvousError `invalid_event` when the body itself is not such an object
    */
-  async batch(producer: ProducerIdentity, body: unknown): Promise<IngestResult[]> {
+  async batch(producer: ProducerIdentity, body: unknown, trace?: TraceCarrier): Promise<IngestResult[]> {
     const max = this.#d.maxPayloadBytes;
     const slots = batchEvents(body).map((raw): Slot => {
-      const checked = this.#check(producer, raw);
+      const checked = this.#check(producer, raw, trace);
       if (checked.kind === "refused") {
         // too large wins over invalid, as it would for the body of a single send; measured
         // without JSON.stringify, which would recurse through however deep the event nests
@@ -170,9 +171,13 @@ export class ProducerIngest {
     return this.run(producer, slots);
   }
 
-  #check(producer: ProducerIdentity, raw: unknown): Slot {
+  /** `trace`: the context the event is accepted with (kept in its stream entry, not its content) */
+  #check(producer: ProducerIdentity, raw: unknown, trace: TraceCarrier | undefined): Slot {
     const checked = this.#d.validator.check(raw, producer);
-    return checked.ok ? { kind: "valid", event: checked.event } : { ...checked, kind: "refused" };
+    if (!checked.ok) return { ...checked, kind: "refused" };
+    const event: IngestInput = checked.event;
+    if (trace) event.trace = trace;
+    return { kind: "valid", event };
   }
 
   private async run(producer: ProducerIdentity, slots: Slot[]): Promise<IngestResult[]> {

@@ -12,15 +12,17 @@
  * bad input never gets a 5xx, nor does a client that went away.
  */
 
-import type { IngestResult } from "@rendezvous/engine";
 import {
   type Config,
   createLogger,
   createMetrics,
   type Directory,
+  type IngestResult,
   type Logger,
   type Metrics,
+  NO_TRACING,
   type Store,
+  type Tracing,
   UNKNOWN_TENANT,
 } from "@rendezvous/engine";
 import { Name, RendezvousError } from "@rendezvous/protocol";
@@ -38,6 +40,7 @@ import {
 import { type BodyBudget, limitBodies } from "../body-budget.js";
 import { lingerAfterTooLarge, sendApiError, toApiError } from "../http-errors.js";
 import { QuotaGate } from "../rate-limit.js";
+import { childSpan, inSpan, spanTrace } from "../request-tracing.js";
 import { clientAborted, closeUnreadBodies } from "../unread-body.js";
 import { encodeBatchAnswer, encodeSingleAnswer } from "./answer.js";
 import { MAX_BATCH, ProducerIngest } from "./ingest.js";
@@ -70,6 +73,8 @@ export interface IngestRoutesOptions {
    * (`closeUnreadBodies` on the whole app, as the server's buildApp does) @defaultValue false
    */
   appClosesUnreadBodies?: boolean;
+  /** @defaultValue NO_TRACING */
+  tracing?: Tracing;
 }
 
 const EMPTY = Buffer.alloc(0);
@@ -108,6 +113,17 @@ function single(reply: FastifyReply, outcome: IngestResult) {
     .send(encodeSingleAnswer(outcome));
 }
 
+/** The span attributes of a batch's outcomes. */
+function batchCounts(outcomes: IngestResult[]): Record<string, number> {
+  const counts = { accepted: 0, duplicate: 0, rejected: 0 };
+  for (const o of outcomes) counts[o.status]++;
+  return {
+    "rendezvous.ingest.accepted": counts.accepted,
+    "rendezvous.ingest.duplicate": counts.duplicate,
+    "rendezvous.ingest.rejected": counts.rejected,
+  };
+}
+
 /** The producer routes. Register with `app.register(ingestRoutes, { store, config })`. */
 export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app, opts) => {
   const { store, config } = opts;
@@ -132,6 +148,17 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
   // (the limiters run on Redis TIME unless a test fixes the clock)
   const quotas = new QuotaGate(store, metrics, opts.now);
   const ingest = new ProducerIngest({ store, validator, metrics, logger, maxPayloadBytes: config.maxPayloadBytes });
+  const tracing = opts.tracing ?? NO_TRACING;
+  /** the span in which a request's events are accepted (their context is its): none when not tracing */
+  const ingestSpan = (request: FastifyRequest, producer: ProducerIdentity, events: number) =>
+    childSpan(request, tracing, "rendezvous.ingest", "producer", {
+      "messaging.system": "rendezvous",
+      "messaging.operation.type": "send",
+      "messaging.operation.name": "ingest",
+      "messaging.batch.message_count": events,
+      "rendezvous.tenant": producer.tenant,
+      "rendezvous.producer": producer.producer,
+    });
 
   // Raw bytes for every content type (this context only): we verify, then parse.
   app.removeAllContentTypeParsers();
@@ -210,7 +237,13 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
       const producer = authenticate(request);
       const body = parseJsonBody(rawBody(request));
       await limit(producer, 1);
-      return single(reply, await ingest.single(producer, body));
+      const span = ingestSpan(request, producer, 1);
+      const outcome = await inSpan(span, async () => {
+        const o = await ingest.single(producer, body, spanTrace(span, request));
+        span?.setAttributes({ "rendezvous.ingest.status": o.status });
+        return o;
+      });
+      return single(reply, outcome);
     },
   );
 
@@ -224,7 +257,12 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
       refuseBadEnvelope(body);
       const events = (body as { events?: unknown } | null)?.events;
       await limit(producer, Array.isArray(events) ? Math.min(Math.max(events.length, 1), MAX_BATCH) : 1);
-      const outcomes = await ingest.batch(producer, body);
+      const span = ingestSpan(request, producer, Array.isArray(events) ? events.length : 0);
+      const outcomes = await inSpan(span, async () => {
+        const o = await ingest.batch(producer, body, spanTrace(span, request));
+        span?.setAttributes(batchCounts(o));
+        return o;
+      });
       // Bytes, not a string: given a string, the reply would measure its UTF-8 length and
       // the socket would encode it again.
       return reply.code(200).type("application/json; charset=utf-8").send(encodeBatchAnswer(outcomes));
