@@ -48,6 +48,22 @@ describe("host SDK", () => {
   it("ContinuationWorker runs the handler once per wait, with the payload, and not for a wait another worker claimed", async () => {
     const { res, host, producer } = await server();
     const seen: Continuation[] = [];
+    const { wait: a } = await host.registerWait({
+      runId: "r1",
+      position: "p",
+      eventType: "payment.settled",
+      correlationId: "pay_1",
+    });
+    const { wait: b } = await host.registerWait({
+      runId: "r2",
+      position: "p",
+      eventType: "payment.settled",
+      correlationId: "pay_2",
+    });
+    // wait b: someone else claims it first (e.g. another runtime that polled), before this worker
+    // runs: its job then reaches the worker already consumed by another
+    await host.deliver({ eventType: "payment.settled", correlationId: "pay_2" });
+    await host.consume(b.id, "someone-else");
     const worker = new ContinuationWorker({
       tenant: "acme",
       host,
@@ -59,22 +75,7 @@ describe("host SDK", () => {
       },
     });
     try {
-      const { wait: a } = await host.registerWait({
-        runId: "r1",
-        position: "p",
-        eventType: "payment.settled",
-        correlationId: "pay_1",
-      });
-      const { wait: b } = await host.registerWait({
-        runId: "r2",
-        position: "p",
-        eventType: "payment.settled",
-        correlationId: "pay_2",
-      });
       await producer.publish({ id: "e1", type: "payment.settled", correlationId: "pay_1", payload: { amount: 5 } });
-      // wait b: someone else claims it first (e.g. another runtime that polled)
-      await host.deliver({ eventType: "payment.settled", correlationId: "pay_2" });
-      await host.consume(b.id, "someone-else");
       const until = Date.now() + 10_000;
       while (Date.now() < until) {
         const doneB = (await host.getWait(b.id)).history.some((h) => h.what === "continuation_dispatched");
