@@ -54,6 +54,7 @@ export { MAX_REST_MS, Pacer } from "./pacer.js";
 export {
   type CountDelta,
   type CountQuota,
+  type LimitsSource,
   type QuotaRefusal,
   type QuotaRequest,
   Quotas,
