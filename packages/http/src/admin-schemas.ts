@@ -5,8 +5,7 @@
  * the answer that creates it (`key`, `secret`, `value`).
  */
 import { hash } from "node:crypto";
-import type { CredentialRecord, EventTypeRecord, ProducerRecord, RegistrySnapshot } from "@rendezvous/engine";
-import type { Limits } from "@rendezvous/engine";
+import type { CredentialRecord, EventTypeRecord, Limits, ProducerRecord, RegistrySnapshot } from "@rendezvous/engine";
 import { ContinuationGroups, EventType, EventTypePattern, errorResponses, Name } from "@rendezvous/protocol";
 import { z } from "zod";
 
