@@ -7,7 +7,6 @@ export {
   ProducerConfig,
   parseConfig,
   QuotasConfig,
-  quotasFor,
   retentionFor,
   TenantConfig,
   type TenantQuotas,
