@@ -54,12 +54,17 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
+  const sorted = [...seen].sort((a, b) => a - b);
+  process.stdout.write(`limit changes in force after (ms): n=${sorted.length} max=${sorted.at(-1)} all=${sorted}\n`);
   redis?.disconnect();
   if (scheduler) expect((await scheduler.terminate()).code).toBe(0);
   for (const s of servers) expect((await s.proc.terminate()).code).toBe(0);
 });
 
 const spec = (runId: string) => ({ runId, position: "p", eventType: "order.paid", correlationId: `c-${runId}` });
+
+/** how long each limit change took to be in force (printed at the end) */
+const seen: number[] = [];
 
 /** ms from `t0` until `check` holds (failing after 10 s). */
 async function within(t0: number, check: () => Promise<boolean>): Promise<number> {
@@ -148,6 +153,7 @@ describe("quotas set through the admin API, two API processes", () => {
         within(t0, async () => (await (hosts[i] as Client).post("/v1/waits", spec(`r${2 + i}`))).status === 201),
       ),
     );
+    seen.push(...took);
     for (const ms of took) expect(ms).toBeLessThan(1500);
     expectError(await (hosts[0] as Client).post("/v1/waits", spec("r4")), 429, "quota_exceeded");
   });
@@ -157,7 +163,7 @@ describe("quotas set through the admin API, two API processes", () => {
       limits: { waitingWaits: 4, hostRequestsPerSec: RATE },
     });
     expect(patched.status).toBe(200);
-    await bothSee("fresh", "hostRequestsPerSec", RATE);
+    seen.push(await bothSee("fresh", "hostRequestsPerSec", RATE));
     // a fresh second for the limiter
     await new Promise((r) => setTimeout(r, 1100));
     const started = Date.now();
@@ -179,7 +185,9 @@ describe("quotas set through the admin API, two API processes", () => {
     }
     // cleared: the default (none) again, within 1 s
     expect((await admin.patch("/v1/admin/tenants/fresh", { limits: { waitingWaits: 4 } })).status).toBe(200);
-    expect(await bothSee("fresh", "hostRequestsPerSec", null)).toBeLessThan(1500);
+    const cleared = await bothSee("fresh", "hostRequestsPerSec", null);
+    seen.push(cleared);
+    expect(cleared).toBeLessThan(1500);
   });
 
   it("a config tenant keeps its file quota until the API sets one; the scheduler recounts registry tenants", async () => {
