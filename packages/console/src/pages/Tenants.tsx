@@ -48,7 +48,12 @@ function Count({ label, c }: { label: string; c: { usage: number; limit: number 
       <span className={at ? "mono error" : "mono"}>
         {c.usage} / {c.limit === null ? "no limit" : c.limit}
       </span>
-      {at ? <span className="badge badge-timed_out">at quota</span> : null}
+      {at ? (
+        <>
+          {" "}
+          <span className="badge badge-timed_out">at quota</span>
+        </>
+      ) : null}
     </li>
   );
 }
