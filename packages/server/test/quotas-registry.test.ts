@@ -145,6 +145,12 @@ describe("quotas set through the admin API, two API processes", () => {
         producerEventsPerSec: { limit: null },
       },
     });
+    // the usage and the refusals are on each process's /metrics, as for a tenant of the file
+    for (const s of servers) {
+      const text = await (await fetch(`${s.url}/metrics`)).text();
+      expect(text).toMatch(/rendezvous_quota_usage\{quota="waitingWaits",tenant="fresh"\} 2/);
+      expect(text).toMatch(/rendezvous_quota_refusals_total\{quota="waitingWaits",tenant="fresh"\} 1/);
+    }
     // raised to 4: each process lets a registration through within 1 s of the answer
     const t0 = Date.now();
     expect((await admin.patch("/v1/admin/tenants/fresh", { limits: { waitingWaits: 4 } })).status).toBe(200);
