@@ -16,6 +16,7 @@ import {
   expectError,
   expectIssues,
   LISTENING,
+  producerKey,
   type Res,
   type Started,
   startServer,
@@ -194,6 +195,54 @@ describe("quotas set through the admin API, two API processes", () => {
     const cleared = await bothSee("fresh", "hostRequestsPerSec", null);
     seen.push(cleared);
     expect(cleared).toBeLessThan(1500);
+  });
+
+  it("a producerEventsPerSec set through the API is one limit over both processes; a refused event is not stored", async () => {
+    const made = await admin.post("/v1/admin/tenants/fresh/producers", { id: "shop", eventTypes: ["order.*"] });
+    expect(made.status, made.text).toBe(201);
+    const headers = producerKey("fresh/shop", made.body.key as string);
+    const patched = await admin.patch("/v1/admin/tenants/fresh", {
+      limits: { waitingWaits: 4, producerEventsPerSec: RATE },
+    });
+    expect(patched.status).toBe(200);
+    seen.push(await bothSee("fresh", "producerEventsPerSec", RATE));
+    // the producer is known to both processes (the registry's bound); these events take from the limit
+    await within(Date.now(), async () => {
+      for (const api of both) {
+        const r = await on(api, headers).post("/v1/events", {
+          id: `probe-${api}`,
+          type: "order.paid",
+          correlationId: "p",
+        });
+        if (r.status !== 202) return false;
+      }
+      return true;
+    });
+    await new Promise((r) => setTimeout(r, 1100));
+    const started = Date.now();
+    const answers: Array<{ api: number; res: Res }> = [];
+    for (let i = 0; i < 24; i++) {
+      const event = { id: `ev-${i}`, type: "order.paid", correlationId: `o-${i}` };
+      answers.push({ api: i % 2, res: await on(i % 2, headers).post("/v1/events", event) });
+    }
+    const seconds = (Date.now() - started) / 1000;
+    const accepted = answers.filter((a) => a.res.status === 202).length;
+    expect(accepted).toBeGreaterThanOrEqual(RATE);
+    expect(accepted).toBeLessThanOrEqual(RATE + Math.ceil(seconds * RATE) + 1);
+    for (const api of both) {
+      const refused = answers.find((a) => a.api === api && a.res.status === 429);
+      expect(refused, `api ${api} refused one`).toBeDefined();
+      expect(expectError(refused?.res as Res, 429, "rate_limited")).toMatchObject({
+        quota: "producerEventsPerSec",
+        limit: RATE,
+      });
+    }
+    const refusedIndex = answers.findIndex((a) => a.res.status === 429);
+    const acceptedIndex = answers.findIndex((a) => a.res.status === 202);
+    expect((await on(0, bearer(freshKey)).get(`/v1/events/shop/ev-${refusedIndex}`)).status).toBe(404);
+    expect((await on(0, bearer(freshKey)).get(`/v1/events/shop/ev-${acceptedIndex}`)).status).toBe(200);
+    expect((await admin.patch("/v1/admin/tenants/fresh", { limits: { waitingWaits: 4 } })).status).toBe(200);
+    await bothSee("fresh", "producerEventsPerSec", null);
   });
 
   it("a config tenant keeps its file quota until the API sets one; the scheduler recounts registry tenants", async () => {
