@@ -275,25 +275,12 @@ export function loadConfigFile(path: string): Config {
   return parseConfig(json);
 }
 
-/** The limits in force for a tenant: its own quotas over the defaults (null = no limit). */
+/** The limits in force for a tenant (null = no limit); Quotas.limits decides them (engine/src/quotas.ts). */
 export interface TenantQuotas {
   waitingWaits: number | null;
   bufferedEvents: number | null;
   hostRequestsPerSec: number | null;
   producerEventsPerSec: number | null;
-}
-
-/** The quotas of `tenant` (docs/api.md, Quotas): a tenant's field, when present, wins over the default. */
-export function quotasFor(config: Config, tenant: string): TenantQuotas {
-  const own = config.tenants[tenant]?.quotas ?? {};
-  const pick = <K extends keyof TenantQuotas>(k: K): TenantQuotas[K] =>
-    (own[k] !== undefined ? own[k] : (config.quotas[k] ?? null)) as TenantQuotas[K];
-  return {
-    waitingWaits: pick("waitingWaits"),
-    bufferedEvents: pick("bufferedEvents"),
-    hostRequestsPerSec: pick("hostRequestsPerSec"),
-    producerEventsPerSec: pick("producerEventsPerSec"),
-  };
 }
 
 /** The buffer retention of an event type. */

@@ -7,7 +7,6 @@ export {
   ProducerConfig,
   parseConfig,
   QuotasConfig,
-  quotasFor,
   retentionFor,
   TenantConfig,
   type TenantQuotas,
@@ -63,6 +62,7 @@ export { MAX_REST_MS, Pacer } from "./pacer.js";
 export {
   type CountDelta,
   type CountQuota,
+  type LimitsSource,
   type QuotaRefusal,
   type QuotaRequest,
   Quotas,

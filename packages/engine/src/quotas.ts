@@ -10,11 +10,17 @@
  *   before a request is served.
  *
  * `check` is one script call per request (none when no limit applies to the request).
+ *
+ * The limits in force (docs/api.md, "Quotas of a tenant set through the admin API"), per
+ * quota: the tenant's registry `limits` (read from the process's registry view, so a change
+ * is in force as soon as the view has it), else the config file's own `quotas` of the
+ * tenant (as read from the file at construction, before the registry replaces
+ * `config.tenants`), else the file's top-level defaults.
  */
 import { RendezvousError } from "@rendezvous/protocol";
 import type { ChainableCommander } from "ioredis";
 import { type BatchCommand, execBatch } from "./batch.js";
-import { type Config, quotasFor, type TenantQuotas } from "./config.js";
+import type { Config, QuotasConfig, TenantQuotas } from "./config.js";
 import { encodeParts } from "./encoding.js";
 import { indexKey, legacyIndexKey } from "./formats/index-members.js";
 import type { KeyLayout } from "./keys.js";
@@ -76,16 +82,47 @@ export function quotaError(r: QuotaRefusal): RendezvousError {
   });
 }
 
+/** A tenant's `limits` as the registry holds them (undefined: none, or no such tenant). */
+export type LimitsSource = (tenant: string) => Readonly<Record<string, number>> | undefined;
+
+const QUOTA_NAMES = ["waitingWaits", "bufferedEvents", "hostRequestsPerSec", "producerEventsPerSec"] as const;
+
+/** A registry value the quota can use: a count an integer ≥ 0, a rate a number > 0. */
+function usable(quota: keyof TenantQuotas, v: unknown): v is number {
+  if (typeof v !== "number" || !Number.isFinite(v)) return false;
+  return quota === "waitingWaits" || quota === "bufferedEvents" ? Number.isInteger(v) && v >= 0 : v > 0;
+}
+
 export class Quotas {
+  /** the config file's own quotas of its tenants, as the file has them */
+  readonly #fileQuotas = new Map<string, QuotasConfig>();
+  #registry: LimitsSource | undefined;
+
   constructor(
     private readonly redis: RedisLike,
     private readonly keys: KeyLayout,
     private readonly config: Pick<Config, "quotas" | "tenants">,
-  ) {}
+  ) {
+    for (const [name, t] of Object.entries(config.tenants)) if (t.quotas) this.#fileQuotas.set(name, t.quotas);
+  }
 
-  /** The limits in force for `tenant`. */
+  /** Reads the tenants' registry `limits` from `source` from now on (the process's registry view). */
+  follow(source: LimitsSource): void {
+    this.#registry = source;
+  }
+
+  /** The limits in force for `tenant`: registry `limits`, else the file's tenant quotas, else the defaults. */
   limits(tenant: string): TenantQuotas {
-    return quotasFor(this.config as Config, tenant);
+    const own = this.#registry?.(tenant);
+    const file = this.#fileQuotas.get(tenant);
+    const defaults = this.config.quotas;
+    const limits = {} as TenantQuotas;
+    for (const q of QUOTA_NAMES) {
+      const set = own?.[q];
+      const fromFile = file?.[q];
+      limits[q] = usable(q, set) ? set : fromFile !== undefined ? fromFile : (defaults[q] ?? null);
+    }
+    return limits;
   }
 
   /**

@@ -117,11 +117,15 @@ export function createResources(opts: ResourceOptions): Resources {
     return conn;
   };
   const redis = connect("commands");
+  const store = new Store({ redis, config: opts.config, prefix, clock: opts.clock });
+  const directory = new Directory(opts.config);
+  // a tenant's quotas follow its registry `limits` (docs/api.md, Quotas)
+  store.quotas.follow((tenant) => directory.view.tenants.get(tenant)?.limits);
   return {
-    store: new Store({ redis, config: opts.config, prefix, clock: opts.clock }),
+    store,
     listGate: new ListGate(opts.config.maxListBytesInFlight),
     config: opts.config,
-    directory: new Directory(opts.config),
+    directory,
     logger,
     metrics: opts.metrics ?? createMetrics(),
     tracing: opts.tracing ?? NO_TRACING,

@@ -11,6 +11,40 @@ const spec = (runId: string, correlationId = `job-${runId}`) => ({
   correlationId,
 });
 
+describe("the limits in force", () => {
+  it("a tenant's registry limits, else the file's tenant quotas, else the defaults; read at each call", () => {
+    const h = makeStore({
+      quotas: { waitingWaits: 10, hostRequestsPerSec: 100 },
+      tenants: { filed: { quotas: { waitingWaits: 5, hostRequestsPerSec: null } } },
+    });
+    const q = h.store.quotas;
+    const registry = new Map<string, Record<string, number>>();
+    // before the registry is followed: the file alone, as without a registry
+    expect(q.limits("filed")).toEqual({
+      waitingWaits: 5,
+      bufferedEvents: null,
+      hostRequestsPerSec: null,
+      producerEventsPerSec: null,
+    });
+    q.follow((t) => registry.get(t));
+    expect(q.limits("fresh")).toMatchObject({ waitingWaits: 10, hostRequestsPerSec: 100 });
+    registry.set("fresh", { waitingWaits: 2, producerEventsPerSec: 7.5 });
+    expect(q.limits("fresh")).toEqual({
+      waitingWaits: 2,
+      bufferedEvents: null,
+      hostRequestsPerSec: 100,
+      producerEventsPerSec: 7.5,
+    });
+    // a registry value wins over the file's tenant quota, which wins over the default
+    registry.set("filed", { hostRequestsPerSec: 3 });
+    expect(q.limits("filed")).toMatchObject({ waitingWaits: 5, hostRequestsPerSec: 3 });
+    // values a quota cannot use (stored before the names were checked) fall through
+    registry.set("fresh", { waitingWaits: 1.5, hostRequestsPerSec: 0, typo: 1 });
+    expect(q.limits("fresh")).toMatchObject({ waitingWaits: 10, hostRequestsPerSec: 100 });
+    expect(q.counted(["fresh", "filed", "none"])).toEqual(["fresh", "filed", "none"]);
+  });
+});
+
 describe("count quotas", () => {
   it("waitingWaits: the count follows registrations and resolutions of every kind; another tenant is apart", async () => {
     const h = makeStore({ quotas: { waitingWaits: 3 }, tenants: { big: { quotas: { waitingWaits: null } } } });

@@ -27,6 +27,7 @@ import {
   presentTenant,
   RegistryVersion,
   RotateBody,
+  storedLimits,
   TenantDeleted,
   TenantList,
   TenantParams,
@@ -97,7 +98,8 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRoutesOptions> = async (app
       },
     },
     async (request, reply) => {
-      await admin.createTenant(actorOf(request), request.body);
+      const { limits, ...rest } = request.body;
+      await admin.createTenant(actorOf(request), { ...rest, ...(limits ? { limits: storedLimits(limits) } : {}) });
       return reply.code(201).send({ tenant: await tenantOf(await admin.snapshot(), request.body.name) });
     },
   );
@@ -125,7 +127,9 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRoutesOptions> = async (app
       },
     },
     async (request) => {
-      await admin.updateTenant(actorOf(request), request.params.tenant, request.body);
+      const { limits, ...rest } = request.body;
+      const patch = limits === undefined ? rest : { ...rest, limits: limits === null ? null : storedLimits(limits) };
+      await admin.updateTenant(actorOf(request), request.params.tenant, patch);
       return { tenant: await tenantOf(await admin.snapshot(), request.params.tenant) };
     },
   );

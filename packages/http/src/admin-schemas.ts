@@ -5,8 +5,7 @@
  * the answer that creates it (`key`, `secret`, `value`).
  */
 import { hash } from "node:crypto";
-import type { CredentialRecord, EventTypeRecord, ProducerRecord, RegistrySnapshot } from "@rendezvous/engine";
-import { Limits } from "@rendezvous/engine";
+import type { CredentialRecord, EventTypeRecord, Limits, ProducerRecord, RegistrySnapshot } from "@rendezvous/engine";
 import { ContinuationGroups, EventType, EventTypePattern, errorResponses, Name } from "@rendezvous/protocol";
 import { z } from "zod";
 
@@ -76,12 +75,38 @@ export const AuditEntryBody = z
   .meta({ id: "AdminAuditEntry" });
 
 // bodies
+
+const CountLimit = z.int().min(0).nullable().optional();
+const RateLimit = z.number().positive().nullable().optional();
+/**
+ * A tenant's `limits`: its quotas (docs/api.md, "Quotas of a tenant set through the admin
+ * API"); `null` or absent = not set here. Any other name is refused: a misspelt quota
+ * would otherwise be stored and never read.
+ */
+export const TenantLimits = z
+  .strictObject({
+    waitingWaits: CountLimit,
+    bufferedEvents: CountLimit,
+    hostRequestsPerSec: RateLimit,
+    producerEventsPerSec: RateLimit,
+  })
+  .meta({ id: "TenantLimits" });
+export type TenantLimits = z.infer<typeof TenantLimits>;
+/** A producer's `limits`: no quota names apply to a producer (its rate is `rateLimitPerSec`). */
+export const ProducerLimits = z.strictObject({}).meta({ id: "ProducerLimits" });
+
+/** The limits as stored: the names set (a `null` is "not set", so not stored). */
+export function storedLimits(limits: Readonly<Record<string, number | null | undefined>>): Limits {
+  const out: Limits = {};
+  for (const [name, v] of Object.entries(limits)) if (typeof v === "number") out[name] = v;
+  return out;
+}
 export const CreateTenantBody = z
   .strictObject({
     name: Name,
     webhook: Webhook.optional(),
     continuationGroups: ContinuationGroups.optional(),
-    limits: Limits.optional(),
+    limits: TenantLimits.optional(),
   })
   .meta({ id: "CreateTenantRequest" });
 export const UpdateTenantBody = z
@@ -89,7 +114,7 @@ export const UpdateTenantBody = z
     disabled: z.boolean().optional(),
     webhook: Webhook.nullable().optional(),
     continuationGroups: ContinuationGroups.nullable().optional(),
-    limits: Limits.nullable().optional(),
+    limits: TenantLimits.nullable().optional(),
   })
   .meta({ id: "UpdateTenantRequest" });
 export const RotateBody = z
@@ -100,7 +125,7 @@ export const CreateProducerBody = z
     id: Name,
     eventTypes: z.array(EventTypePattern).min(1).max(100),
     rateLimitPerSec: z.number().positive().optional(),
-    limits: Limits.optional(),
+    limits: ProducerLimits.optional(),
     credentials: z
       .array(z.enum(["key", "secret"]))
       .min(1)
@@ -112,7 +137,7 @@ export const UpdateProducerBody = z
   .strictObject({
     eventTypes: z.array(EventTypePattern).min(1).max(100).optional(),
     rateLimitPerSec: z.number().positive().nullable().optional(),
-    limits: Limits.nullable().optional(),
+    limits: ProducerLimits.nullable().optional(),
     disabled: z.boolean().optional(),
   })
   .meta({ id: "UpdateProducerRequest" });

@@ -20,8 +20,9 @@ export interface OpsOptions {
 const installed = new WeakSet<object>();
 
 /**
- * Tenants with their own `rendezvous_waits` series (the first of the config; each costs
- * 2 × partitions ZLEXCOUNTs per scrape); the waits of the others count under `other`.
+ * Tenants with their own `rendezvous_waits` series (the first of the registry, read at each
+ * scrape; each costs 2 × partitions ZLEXCOUNTs per scrape); the waits of the others count
+ * under `other`.
  */
 export const WAIT_TENANT_SERIES = 100;
 const OTHER_TENANTS = "other";
@@ -38,7 +39,8 @@ export function installStateGauges(res: Resources): void {
   if (installed.has(registry)) return;
   installed.add(registry);
   const reader = new PartitionReader(res.store);
-  const counted = Object.keys(res.config.tenants).slice(0, WAIT_TENANT_SERIES);
+  // the registry's tenants as they are at the scrape: one made through the admin API gets its series
+  const seriesTenants = () => Object.keys(res.config.tenants).slice(0, WAIT_TENANT_SERIES);
   new Gauge({
     name: "rendezvous_waits",
     help: "Waits by state (waiting, or settled and still retained) and tenant",
@@ -49,9 +51,10 @@ export function installStateGauges(res: Resources): void {
       // a failed per-tenant read keeps the last values (the totals count an unread partition 0)
       const [totals, perTenant] = await Promise.all([
         reader.waitTotals(),
-        reader.countWaits(counted).catch(() => null),
+        reader.countWaits(seriesTenants()).catch(() => null),
       ]);
       if (perTenant === null) return;
+      this.reset(); // a tenant no longer among them leaves its series
       let waiting = totals.waiting;
       let settled = totals.settled;
       for (const c of perTenant) {
@@ -65,26 +68,26 @@ export function installStateGauges(res: Resources): void {
       this.set({ state: "settled", tenant: OTHER_TENANTS }, Math.max(0, settled));
     },
   });
-  // the counts of the tenants with a count quota among the first WAIT_TENANT_SERIES (docs/api.md, Quotas)
-  const quotaTenants = res.store.quotas.counted(counted);
-  if (quotaTenants.length > 0) {
-    new Gauge({
-      name: "rendezvous_quota_usage",
-      help: "A tenant's count against its quotas (waitingWaits, bufferedEvents), as its counters hold it",
-      labelNames: ["quota", "tenant"],
-      registers: [registry],
-      async collect() {
-        if (!connected(res)) return; // keep the last values rather than hang the scrape
-        const usage = await Promise.all(quotaTenants.map((t) => res.store.quotas.usage(t))).catch(() => null);
-        if (usage === null) return;
-        usage.forEach((u, i) => {
-          const tenant = quotaTenants[i] as string;
-          this.set({ quota: "waitingWaits", tenant }, u.waitingWaits);
-          this.set({ quota: "bufferedEvents", tenant }, u.bufferedEvents);
-        });
-      },
-    });
-  }
+  // the counts of the tenants with a count quota among the first WAIT_TENANT_SERIES (docs/api.md, Quotas),
+  // chosen at each scrape: a quota set through the admin API gets its series at the next one
+  new Gauge({
+    name: "rendezvous_quota_usage",
+    help: "A tenant's count against its quotas (waitingWaits, bufferedEvents), as its counters hold it",
+    labelNames: ["quota", "tenant"],
+    registers: [registry],
+    async collect() {
+      if (!connected(res)) return; // keep the last values rather than hang the scrape
+      const quotaTenants = res.store.quotas.counted(seriesTenants());
+      const usage = await Promise.all(quotaTenants.map((t) => res.store.quotas.usage(t))).catch(() => null);
+      if (usage === null) return;
+      this.reset();
+      usage.forEach((u, i) => {
+        const tenant = quotaTenants[i] as string;
+        this.set({ quota: "waitingWaits", tenant }, u.waitingWaits);
+        this.set({ quota: "bufferedEvents", tenant }, u.bufferedEvents);
+      });
+    },
+  });
   // one backlog read per scrape serves both gauges: prom-client starts the collects of a scrape
   // together, in registration order, so the second awaits the read the first started
   let backlog: Promise<PartitionBacklog[]> | null = null;

@@ -1,7 +1,7 @@
 /**
  * The console's tenants page in headless Chromium against a real `rendezvous start`:
- * tenants, producers and key ids with their last use, never a key or secret; only
- * the admin sees it.
+ * tenants, their usage against their quotas (from the config file or the registry),
+ * producers and key ids with their last use, never a key or secret; only the admin sees it.
  */
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -14,7 +14,14 @@ const PRODUCER_KEY = "pk_billing_console_tenants";
 const CONFIG = {
   partitions: 4,
   adminToken: ADMIN,
-  tenants: { acme: { hostKeys: [HOST], producers: { billing: { keys: [PRODUCER_KEY], eventTypes: ["order.*"] } } } },
+  quotas: { bufferedEvents: 500 },
+  tenants: {
+    acme: {
+      hostKeys: [HOST],
+      producers: { billing: { keys: [PRODUCER_KEY], eventTypes: ["order.*"] } },
+      quotas: { waitingWaits: 10, hostRequestsPerSec: 50 },
+    },
+  },
 };
 const P = { timeout: 15_000, interval: 100 };
 let server: Started;
@@ -59,6 +66,46 @@ describe("console tenants page", () => {
     const html = await page.content();
     for (const secret of [HOST, PRODUCER_KEY, ADMIN, made.body.key, made.body.secret])
       expect(html).not.toContain(secret);
+    await page.close();
+  });
+
+  it("shows each tenant's usage against its quotas, from the file or set through the API, following changes", async () => {
+    const admin = client(server.url, bearer(ADMIN));
+    const made = await admin.post("/v1/admin/tenants", { name: "initech", limits: { waitingWaits: 1 } });
+    expect(made.status, made.text).toBe(201);
+    const key = (await admin.post("/v1/admin/tenants/initech/host-keys", {})).body.key as string;
+    const host = client(server.url, bearer(key));
+    await expect.poll(async () => (await host.get("/v1/tenant/usage")).status, P).toBe(200);
+    const wait = { position: "p", eventType: "order.paid", correlationId: "c-1" };
+    expect((await host.post("/v1/waits", { runId: "r1", ...wait })).status).toBe(201);
+    const acmeWaits = (await client(server.url, bearer(HOST)).get("/v1/tenant/usage")).body.usage.quotas.waitingWaits;
+
+    const page: Page = await browser.context.newPage();
+    await signIn(page, server.url, ADMIN, "/tenants");
+    const usage = (tenant: string) => page.getByRole("list", { name: `usage of ${tenant}` });
+    // the config tenant: its file quotas over the file's defaults
+    await expect.poll(() => usage("acme").textContent(), P).toContain(`waiting waits ${acmeWaits.usage} / 10`);
+    let acme = (await usage("acme").textContent()) as string;
+    expect(acme).toContain("buffered events 0 / 500");
+    expect(acme).toContain("host requests 50/s");
+    expect(acme).toContain("producer events no limit");
+    // the tenant made through the API: at its quota
+    await expect.poll(() => usage("initech").textContent(), P).toContain("waiting waits 1 / 1");
+    expect(await usage("initech").textContent()).toContain("at quota");
+    // a limit changed through the API shows at the page's next refresh
+    const patched = await admin.patch("/v1/admin/tenants/initech", {
+      limits: { waitingWaits: 5, producerEventsPerSec: 20 },
+    });
+    expect(patched.status).toBe(200);
+    await expect
+      .poll(() => usage("initech").textContent(), { timeout: 15_000, interval: 250 })
+      .toContain("waiting waits 1 / 5");
+    const initech = (await usage("initech").textContent()) as string;
+    expect(initech).toContain("producer events 20/s");
+    expect(initech).not.toContain("at quota");
+    acme = (await usage("acme").textContent()) as string;
+    expect(acme).toContain("/ 10");
+    expect(await page.content()).not.toContain(key);
     await page.close();
   });
 

@@ -30,7 +30,10 @@ export const RECOUNT_PER_STEP = 200;
 /**
  * The quota counts (engine/src/quotas.ts) are updated beside the transitions; this sets
  * them again from the wait indexes and the inbox, a round over the tenants with a count
- * quota at most every `recountMs`, RECOUNT_PER_STEP tenants per step.
+ * quota at most every `recountMs`, RECOUNT_PER_STEP tenants per step. The tenants are the
+ * registry's (the scheduler passes `config.tenants`, which the registry view replaces),
+ * and which of them have a count quota is asked at each step, so a quota set through the
+ * admin API is covered from the next round.
  */
 export class QuotaRecount {
   #cursor = 0;

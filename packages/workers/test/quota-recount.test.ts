@@ -30,4 +30,31 @@ describe("quota recount", () => {
     expect(await recount.step(store, tenants, 60_000, 60_000)).toBe(RECOUNT_PER_STEP);
     store.redis.disconnect();
   });
+
+  it("covers the tenants whose count quota comes from the registry's limits, as the registry has them now", async () => {
+    const config = parseConfig({ partitions: 2, tenants: { filed: { quotas: { bufferedEvents: 5 } } } });
+    const store = new Store({
+      redis: trackOpen(createRedis(redisUrl(), { name: "recount-registry" })),
+      prefix: uniquePrefix(),
+      config,
+    });
+    const registry = new Map<string, Record<string, number>>([
+      ["made", { waitingWaits: 3 }],
+      ["rated", { hostRequestsPerSec: 9 }],
+    ]);
+    store.quotas.follow((t) => registry.get(t));
+    await store.register("made", { runId: "r", position: "p", eventType: "job.done", correlationId: "c" });
+    for (const t of ["made", "rated", "filed"]) await store.redis.hset(store.keys.tenantQuota(t).counts, "w", 7);
+    const recount = new QuotaRecount();
+    // "rated" has a rate only: no count to keep; the file's tenant keeps its file quota
+    expect(await recount.step(store, ["made", "rated", "filed"], 1000, 0)).toBe(2);
+    expect(await store.redis.hget(store.keys.tenantQuota("made").counts, "w")).toBe("1");
+    expect(await store.redis.hget(store.keys.tenantQuota("filed").counts, "w")).toBe("0");
+    expect(await store.redis.hget(store.keys.tenantQuota("rated").counts, "w")).toBe("7");
+    // a count quota set through the API later: the next round covers the tenant
+    registry.set("rated", { hostRequestsPerSec: 9, bufferedEvents: 100 });
+    expect(await recount.step(store, ["made", "rated", "filed"], 1000, 1000)).toBe(3);
+    expect(await store.redis.hget(store.keys.tenantQuota("rated").counts, "w")).toBe("0");
+    store.redis.disconnect();
+  });
 });
