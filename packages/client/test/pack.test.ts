@@ -348,11 +348,18 @@ describe("the packed client", () => {
     mkdirSync(traced);
     writeFileSync(join(traced, "package.json"), JSON.stringify({ name: "otel-host", private: true, type: "module" }));
     const tarball = readdirSync(project).find((f) => f.endsWith(".tgz")) as string;
-    const version = (name: string): string =>
-      JSON.parse(readFileSync(join(workspace, "node_modules", name, "package.json"), "utf8")).version;
-    const otel = ["api", "sdk-trace-base", "core", "context-async-hooks"].map(
-      (p) => `@opentelemetry/${p}@${version(`@opentelemetry/${p}`)}`,
+    const manifest = (name: string) =>
+      JSON.parse(readFileSync(join(workspace, "node_modules", name, "package.json"), "utf8")) as {
+        version: string;
+        peerDependencies?: Record<string, string>;
+      };
+    // the SDK packages at the workspace's versions, and the API in the range the SDK accepts (as a
+    // host's npm would resolve it; the workspace pins a newer API for its own test runner)
+    const sdk = ["sdk-trace-base", "core", "context-async-hooks"].map(
+      (p) => `@opentelemetry/${p}@${manifest(`@opentelemetry/${p}`).version}`,
     );
+    const apiRange = manifest("@opentelemetry/sdk-trace-base").peerDependencies?.["@opentelemetry/api"] ?? "^1";
+    const otel = [`@opentelemetry/api@${apiRange}`, ...sdk];
     await ok(
       "npm",
       ["install", "--no-audit", "--no-fund", "--prefer-offline", join(project, tarball), ...otel],
