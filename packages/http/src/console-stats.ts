@@ -7,6 +7,8 @@
  * each console shows its own process's traffic (Prometheus sums them all).
  */
 import type { Metrics } from "@rendezvous/engine";
+import type { z } from "zod";
+import type { HttpFiguresSchema } from "./console-figures.js";
 import { REQUESTS } from "./http-metrics.js";
 
 export interface Sample {
@@ -157,20 +159,12 @@ export function rates(samples: Sample[], tenant: string | null): RatePoint[] {
   return out;
 }
 
-/** The HTTP request rates of the overview (docs/console.md): per interval, over the window, since start. */
-export interface HttpFigures {
-  series: Array<{ at: string; requests: number; clientErrors: number; serverErrors: number }>;
-  recent: {
-    seconds: number;
-    requestsPerSec: number;
-    clientErrorsPerSec: number;
-    serverErrorsPerSec: number;
-    /** 0–1, null when no request was answered in the window */
-    clientErrorShare: number | null;
-    serverErrorShare: number | null;
-  };
-  totals: HttpCounts;
-}
+/**
+ * The HTTP request rates of the overview (docs/console.md): per interval, over the window, since
+ * start; the shares are 0–1, null when no request was answered in the window. Its schema is the
+ * overview answer's (console-figures.ts).
+ */
+export type HttpFigures = NonNullable<z.infer<typeof HttpFiguresSchema>>;
 
 const delta = (a: HttpCounts, b: HttpCounts): HttpCounts => ({
   requests: Math.max(0, b.requests - a.requests),
