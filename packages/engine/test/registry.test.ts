@@ -141,6 +141,63 @@ describe("seed and apply", () => {
     expect(after.records.tenants.has("other")).toBe(false);
   });
 
+  it("an edited file keeps a disabled tenant and producer disabled and the credentials made or rotated through the API", async () => {
+    const { store, key } = fixture();
+    const withTwoKeys = {
+      ...FILE,
+      tenants: {
+        acme: {
+          ...FILE.tenants.acme,
+          producers: { billing: { ...FILE.tenants.acme.producers.billing, keys: ["pk_billing_1", "pk_billing_2"] } },
+        },
+      },
+    };
+    await store.commit(0, planSeed("seed", parseConfig(withTwoKeys), await store.load(), key, 1000).ops, []);
+    const admin = new RegistryAdmin(store, key);
+    await admin.updateTenant("adm_x", "acme", { disabled: true });
+    await admin.updateProducer("adm_x", "acme", "billing", { disabled: true });
+    // a rotation: a new key, the file's keys expire in an hour; and a new secret
+    const made = await admin.createCredential("adm_x", "acme", "billing", "key", 3600);
+    const secret = await admin.createCredential("adm_x", "acme", "billing", "secret");
+    const before = (await store.load()).records.producers.get("acme/billing");
+    const fileKey1 = before?.keys.find((k) => k.hash === keyHash("pk_billing_1"));
+    expect(fileKey1?.expiresAt).toBeGreaterThan(0);
+    // the file edits the tenant's webhook and the producer (drops its second key)
+    const edited = parseConfig({
+      ...FILE,
+      tenants: {
+        acme: {
+          ...FILE.tenants.acme,
+          webhook: { url: "https://host.example/hook2", secret: "whk_acme" },
+          producers: { billing: { ...FILE.tenants.acme.producers.billing, eventTypes: ["x.*"] } },
+        },
+      },
+    });
+    const snap = await store.load();
+    const plan = planSeed("seed", edited, snap, key, 2000);
+    expect(plan.changes.map((c) => describeChange(c, snap)).sort()).toEqual(
+      ["~ producer acme/billing", "~ tenant acme"].sort(),
+    );
+    expect((await store.commit(snap.version, plan.ops, [])).ok).toBe(true);
+    const after = (await store.load()).records;
+    expect(after.tenants.get("acme")?.disabled).toBe(true);
+    expect(after.tenants.get("acme")?.webhook?.url).toBe("https://host.example/hook2");
+    const p = after.producers.get("acme/billing");
+    expect(p?.disabled).toBe(true);
+    expect(p?.eventTypes).toEqual(["x.*"]);
+    expect(p?.keys.map((k) => k.id).sort()).toEqual([fileKey1?.id, made.credential.id].sort());
+    expect(p?.keys.find((k) => k.id === fileKey1?.id)?.expiresAt).toBe(fileKey1?.expiresAt);
+    expect(p?.secrets.map((c) => c.id)).toContain(secret.credential.id);
+    expect(p?.secrets).toHaveLength(2);
+    // the view that authentication reads: nothing of acme is enabled again
+    const { view } = viewOfRecords(1, after, key);
+    expect(view.tenants.get("acme")?.disabled).toBe(true);
+    expect(view.tenants.get("acme")?.producers.get("billing")?.disabled).toBe(true);
+    // `apply` of the same file keeps them too (a file has no `disabled`)
+    const applied = planSeed("apply", edited, await store.load(), key, 3000);
+    expect(applied.ops).toEqual([]);
+  });
+
   it("an event type edited in the file gets a new version; the same definition keeps its version", async () => {
     const { store, key } = fixture();
     await store.commit(0, planSeed("seed", parseConfig(FILE), await store.load(), key, 1000).ops, []);

@@ -6,12 +6,17 @@
  *   and has no more is removed; every other entry keeps what the API made of it;
  * - `admin apply` (`apply`): the registry becomes the file (entries not in it removed).
  *
+ * An entry written from the file keeps what the file has no form of: `disabled`, `limits`,
+ * `createdAt`, and a producer's credentials made through the API (and the expiry a rotation
+ * gave the file's own).
+ *
  * Both plan one commit at the snapshot's version; the diff lines name entries by kind and
  * name (a key by its id), never a secret.
  */
 import type { Config } from "../config.js";
 import { canonicalJson } from "../encoding.js";
 import {
+  type CredentialRecord,
   EVENT_TYPE_VERSIONS_KEPT,
   type EventTypeRecord,
   type HostKeyRecord,
@@ -56,6 +61,39 @@ interface Desired {
   build(existing: unknown, now: number): unknown;
 }
 
+/** The id of an HMAC secret given by a config file: from its MAC under the registry key. */
+function secretIdOf(key: SecretKey, secret: string | null): string {
+  return secret === null ? "" : `ps_${key.mac(secret).slice(0, 16)}`;
+}
+
+function openOrNull(key: SecretKey, enc: string): string | null {
+  try {
+    return key.decrypt(enc);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * A producer's credentials after a seed: the file's (each keeping the `createdAt` and
+ * `expiresAt` it had, an expiry being a rotation through the API), then the ones made
+ * through the API (an id not derived from its own value: `fromFile` false), kept.
+ */
+function withApiMade(
+  fromConfig: CredentialRecord[],
+  old: readonly CredentialRecord[] | undefined,
+  fromFile: (c: CredentialRecord) => boolean,
+): CredentialRecord[] {
+  const before = new Map((old ?? []).map((c) => [c.id, c]));
+  const file = fromConfig.map((c) => {
+    const was = before.get(c.id);
+    if (!was) return c;
+    return { ...c, createdAt: was.createdAt, ...(was.expiresAt !== undefined ? { expiresAt: was.expiresAt } : {}) };
+  });
+  const ids = new Set(file.map((c) => c.id));
+  return [...file, ...(old ?? []).filter((c) => !ids.has(c.id) && !fromFile(c))];
+}
+
 function desiredEntries(config: Pick<Config, "tenants" | "eventTypes">, key: SecretKey): Desired[] {
   const out: Desired[] = [];
   const fp = (kind: string, name: string, form: unknown) => key.mac(canonicalJson([kind, name, form ?? null]));
@@ -71,6 +109,7 @@ function desiredEntries(config: Pick<Config, "tenants" | "eventTypes">, key: Sec
           ...(t.webhook ? { webhook: { url: t.webhook.url, enc: key.encrypt(t.webhook.secret) } } : {}),
           ...(t.continuationGroups ? { groups: t.continuationGroups } : {}),
           ...(old?.limits ? { limits: old.limits } : {}),
+          ...(old?.disabled ? { disabled: true } : {}),
           createdAt: old?.createdAt ?? now,
           updatedAt: now,
           fp: fp("t", tenant, form),
@@ -104,15 +143,20 @@ function desiredEntries(config: Pick<Config, "tenants" | "eventTypes">, key: Sec
             eventTypes: [...p.eventTypes],
             ...(p.rateLimitPerSec !== undefined ? { rateLimitPerSec: p.rateLimitPerSec } : {}),
             ...(old?.limits ? { limits: old.limits } : {}),
-            keys: p.keys.map((k) => {
-              const hash = keyHash(k);
-              return { id: producerKeyIdOfHash(hash), hash, createdAt: now };
-            }),
-            secrets: p.secrets.map((s) => ({
-              id: `ps_${key.mac(s).slice(0, 16)}`,
-              enc: key.encrypt(s),
-              createdAt: now,
-            })),
+            ...(old?.disabled ? { disabled: true } : {}),
+            keys: withApiMade(
+              p.keys.map((k) => {
+                const hash = keyHash(k);
+                return { id: producerKeyIdOfHash(hash), hash, createdAt: now };
+              }),
+              old?.keys,
+              (c) => c.hash !== undefined && c.id === producerKeyIdOfHash(c.hash),
+            ),
+            secrets: withApiMade(
+              p.secrets.map((s) => ({ id: secretIdOf(key, s), enc: key.encrypt(s), createdAt: now })),
+              old?.secrets,
+              (c) => c.enc !== undefined && c.id === secretIdOf(key, openOrNull(key, c.enc)),
+            ),
             createdAt: old?.createdAt ?? now,
             updatedAt: now,
             fp: fp("p", name, p),
