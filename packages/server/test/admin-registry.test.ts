@@ -22,6 +22,7 @@ import {
   type Started,
   settled,
   sign,
+  sleep,
   startServer,
   until,
 } from "./e2e-helpers.js";
@@ -265,6 +266,43 @@ describe("the registry across processes", () => {
     expect((await admin.patch(`/v1/admin/tenants/${TENANT}`, { disabled: false })).status).toBe(200);
     const t1 = Date.now();
     expect(await within(t1, async () => (await host.get("/v1/waits")).status === 200)).toBeLessThan(1000);
+  });
+
+  it("a disabled tenant's completion tokens are refused (404 token_invalid) on both APIs within 1 s, and work again once enabled", async () => {
+    const k = await admin.post(`/v1/admin/tenants/${TENANT}/host-keys`, {});
+    const key = k.body.key as string;
+    secrets.add(key);
+    const host = client(api1.url, bearer(key));
+    let reg = await host.post("/v1/waits", { ...waitBody("tok"), timeoutMs: 60_000, token: true });
+    await until(async () => {
+      if (reg.status !== 201)
+        reg = await host.post("/v1/waits", { ...waitBody("tok"), timeoutMs: 60_000, token: true });
+      return reg.status === 201 || undefined;
+    }, 5000);
+    const token = reg.body.token.value as string;
+    secrets.add(token);
+    const path = `/v1/tokens/${encodeURIComponent(token)}`;
+    expect((await admin.patch(`/v1/admin/tenants/${TENANT}`, { disabled: true })).status).toBe(200);
+    const t0 = Date.now();
+    for (const url of apis()) {
+      expect(
+        // (polled at most ~6 times a second: the token's own rate limit is 10/s per process)
+        await within(t0, async () => {
+          await sleep(150);
+          return (await request(url, "POST", `${path}/heartbeat`, { json: {} })).status === 404;
+        }),
+      ).toBeLessThan(1000);
+      expectError(await request(url, "POST", `${path}/complete`, { json: {} }), 404, "token_invalid");
+      expectError(await request(url, "POST", `${path}/fail`, { json: { error: { m: "x" } } }), 404, "token_invalid");
+    }
+    const kept = await admin.get(`/v1/waits/${reg.body.wait.id}?tenant=${TENANT}`);
+    expect(kept.body.wait.state, kept.text).toBe("waiting");
+    expect((await admin.patch(`/v1/admin/tenants/${TENANT}`, { disabled: false })).status).toBe(200);
+    await until(async () => {
+      const r = await request(api2Url, "POST", `${path}/complete`, { json: {} });
+      return r.status === 200 || undefined;
+    }, 5000);
+    expect((await admin.get(`/v1/waits/${reg.body.wait.id}?tenant=${TENANT}`)).body.wait.state).toBe("resolved");
   });
 
   it("a restart with the same config file keeps a revoke made through the API", async () => {
