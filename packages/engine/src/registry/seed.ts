@@ -94,7 +94,11 @@ function withApiMade(
   return [...file, ...(old ?? []).filter((c) => !ids.has(c.id) && !fromFile(c))];
 }
 
-function desiredEntries(config: Pick<Config, "tenants" | "eventTypes">, key: SecretKey): Desired[] {
+function desiredEntries(
+  config: Pick<Config, "tenants" | "eventTypes">,
+  key: SecretKey,
+  snap: RegistrySnapshot,
+): Desired[] {
   const out: Desired[] = [];
   const fp = (kind: string, name: string, form: unknown) => key.mac(canonicalJson([kind, name, form ?? null]));
   for (const [tenant, t] of Object.entries(config.tenants)) {
@@ -117,17 +121,23 @@ function desiredEntries(config: Pick<Config, "tenants" | "eventTypes">, key: Sec
       },
     });
     for (const hostKey of t.hostKeys) {
-      const hash = keyHash(hostKey);
-      const id = hostKeyIdOfHash(hash);
+      // an earlier version's record (plain SHA-256, id from it) keeps its form: a new id would
+      // bring back a key the API revoked
+      const legacy = keyHash(hostKey);
+      const legacyId = hostKeyIdOfHash(legacy);
+      const isLegacy = snap.seed.has(recordField("h", legacyId)) || snap.records.hostKeys.has(legacyId);
+      const digest = isLegacy ? { hash: legacy } : { mac: key.mac(hostKey) };
+      const id = isLegacy ? legacyId : hostKeyIdOfHash(key.mac(hostKey));
+      const form = isLegacy ? { tenant, hash: legacy } : { tenant, mac: digest.mac };
       out.push({
         kind: "h",
         name: id,
-        fp: fp("h", id, { tenant, hash }),
+        fp: fp("h", id, form),
         build: (existing, now): HostKeyRecord => ({
           tenant,
-          hash,
+          ...digest,
           createdAt: (existing as HostKeyRecord | undefined)?.createdAt ?? now,
-          fp: fp("h", id, { tenant, hash }),
+          fp: fp("h", id, form),
         }),
       });
     }
@@ -146,11 +156,18 @@ function desiredEntries(config: Pick<Config, "tenants" | "eventTypes">, key: Sec
             ...(old?.disabled ? { disabled: true } : {}),
             keys: withApiMade(
               p.keys.map((k) => {
+                // an earlier version's credential (plain SHA-256) keeps its form and id
                 const hash = keyHash(k);
-                return { id: producerKeyIdOfHash(hash), hash, createdAt: now };
+                const legacyId = producerKeyIdOfHash(hash);
+                if (old?.keys.some((c) => c.id === legacyId)) return { id: legacyId, hash, createdAt: now };
+                const mac = key.mac(k);
+                return { id: producerKeyIdOfHash(mac), mac, createdAt: now };
               }),
               old?.keys,
-              (c) => c.hash !== undefined && c.id === producerKeyIdOfHash(c.hash),
+              (c) => {
+                const d = c.mac ?? c.hash;
+                return d !== undefined && c.id === producerKeyIdOfHash(d);
+              },
             ),
             secrets: withApiMade(
               p.secrets.map((s) => ({ id: secretIdOf(key, s), enc: key.encrypt(s), createdAt: now })),
@@ -238,7 +255,7 @@ export function planSeed(
 ): SeedPlan {
   const changes: PlannedChange[] = [];
   const ops: RegistryOp[] = [];
-  const desired = desiredEntries(config, key);
+  const desired = desiredEntries(config, key, snap);
   const wanted = new Set(desired.map((d) => recordField(d.kind, d.name)));
   for (const d of desired) {
     const field = recordField(d.kind, d.name);
