@@ -8,6 +8,7 @@ import { redisUrl, trackOpen, uniquePrefix } from "@rendezvous/testkit";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import {
+  canonicalJson,
   checkSecretKey,
   createRedis,
   Directory,
@@ -96,7 +97,12 @@ describe("seed and apply", () => {
     // stored as hashes and ciphertexts only
     const raw = JSON.stringify(await fixtureDump(store));
     for (const s of ["hk_acme_1", "whk_acme", "whsec_a", "pk_billing_1"]) expect(raw).not.toContain(s);
-    expect(raw).toContain(keyHash("hk_acme_1"));
+    // as HMACs under the registry key: no plain SHA-256 to guess a weak key against offline
+    expect(raw).toContain(key.mac("hk_acme_1"));
+    expect(raw).toContain(key.mac("pk_billing_1"));
+    expect(raw).not.toContain(keyHash("hk_acme_1"));
+    expect(raw).not.toContain(keyHash("pk_billing_1"));
+    expect(raw).not.toContain(keyHash("hk_acme_1").slice(0, 16));
     expect(planSeed("seed", config, snap, key, 2000).ops).toEqual([]);
 
     // revoke the seeded host key through the API: a restart with the same file keeps it revoked
@@ -132,13 +138,125 @@ describe("seed and apply", () => {
     const snap = await store.load();
     const plan = planSeed("seed", edited, snap, key, 2000);
     expect(plan.changes.map((c) => describeChange(c, snap)).sort()).toEqual(
-      [`- hostkey other/hk_${keyHash("hk_other").slice(0, 16)}`, "- tenant other", "~ producer acme/billing"].sort(),
+      [`- hostkey other/hk_${key.mac("hk_other").slice(0, 16)}`, "- tenant other", "~ producer acme/billing"].sort(),
     );
     expect((await store.commit(snap.version, plan.ops, [])).ok).toBe(true);
     const after = await store.load();
     expect(after.records.tenants.get("acme")?.disabled).toBe(true); // the API's change stays
     expect(after.records.producers.get("acme/billing")?.eventTypes).toEqual(["x.*"]);
     expect(after.records.tenants.has("other")).toBe(false);
+  });
+
+  it("an edited file keeps a disabled tenant and producer disabled and the credentials made or rotated through the API", async () => {
+    const { store, key } = fixture();
+    const withTwoKeys = {
+      ...FILE,
+      tenants: {
+        acme: {
+          ...FILE.tenants.acme,
+          producers: { billing: { ...FILE.tenants.acme.producers.billing, keys: ["pk_billing_1", "pk_billing_2"] } },
+        },
+      },
+    };
+    await store.commit(0, planSeed("seed", parseConfig(withTwoKeys), await store.load(), key, 1000).ops, []);
+    const admin = new RegistryAdmin(store, key);
+    await admin.updateTenant("adm_x", "acme", { disabled: true });
+    await admin.updateProducer("adm_x", "acme", "billing", { disabled: true });
+    // a rotation: a new key, the file's keys expire in an hour; and a new secret
+    const made = await admin.createCredential("adm_x", "acme", "billing", "key", 3600);
+    const secret = await admin.createCredential("adm_x", "acme", "billing", "secret");
+    const before = (await store.load()).records.producers.get("acme/billing");
+    const fileKey1 = before?.keys.find((k) => k.mac === key.mac("pk_billing_1"));
+    expect(fileKey1?.expiresAt).toBeGreaterThan(0);
+    // the file edits the tenant's webhook and the producer (drops its second key)
+    const edited = parseConfig({
+      ...FILE,
+      tenants: {
+        acme: {
+          ...FILE.tenants.acme,
+          webhook: { url: "https://host.example/hook2", secret: "whk_acme" },
+          producers: { billing: { ...FILE.tenants.acme.producers.billing, eventTypes: ["x.*"] } },
+        },
+      },
+    });
+    const snap = await store.load();
+    const plan = planSeed("seed", edited, snap, key, 2000);
+    expect(plan.changes.map((c) => describeChange(c, snap)).sort()).toEqual(
+      ["~ producer acme/billing", "~ tenant acme"].sort(),
+    );
+    expect((await store.commit(snap.version, plan.ops, [])).ok).toBe(true);
+    const after = (await store.load()).records;
+    expect(after.tenants.get("acme")?.disabled).toBe(true);
+    expect(after.tenants.get("acme")?.webhook?.url).toBe("https://host.example/hook2");
+    const p = after.producers.get("acme/billing");
+    expect(p?.disabled).toBe(true);
+    expect(p?.eventTypes).toEqual(["x.*"]);
+    expect(p?.keys.map((k) => k.id).sort()).toEqual([fileKey1?.id, made.credential.id].sort());
+    expect(p?.keys.find((k) => k.id === fileKey1?.id)?.expiresAt).toBe(fileKey1?.expiresAt);
+    expect(p?.secrets.map((c) => c.id)).toContain(secret.credential.id);
+    expect(p?.secrets).toHaveLength(2);
+    // the view that authentication reads: nothing of acme is enabled again
+    const { view } = viewOfRecords(1, after, key);
+    expect(view.tenants.get("acme")?.disabled).toBe(true);
+    expect(view.tenants.get("acme")?.producers.get("billing")?.disabled).toBe(true);
+    // `apply` of the same file keeps them too (a file has no `disabled`)
+    const applied = planSeed("apply", edited, await store.load(), key, 3000);
+    expect(applied.ops).toEqual([]);
+  });
+
+  it("records of an earlier version (plain SHA-256) keep their form and ids: a revoked one stays revoked", async () => {
+    const { store, key } = fixture();
+    const config = parseConfig(FILE);
+    // the registry as an earlier version seeded it: host and producer keys as SHA-256, ids from them
+    const hostHash = keyHash("hk_acme_1");
+    const hostId = `hk_${hostHash.slice(0, 16)}`;
+    const pkHash = keyHash("pk_billing_1");
+    const hostFp = key.mac(canonicalJson(["h", hostId, { tenant: "acme", hash: hostHash }]));
+    const seeded = planSeed("seed", config, await store.load(), key, 1000);
+    const legacyOps = seeded.ops
+      .filter((op) => op.kind !== "h")
+      .map((op) =>
+        op.kind === "p" && op.target === "r"
+          ? {
+              ...op,
+              value: {
+                ...(op.value as object),
+                keys: [{ id: `pk_${pkHash.slice(0, 16)}`, hash: pkHash, createdAt: 1000 }],
+              },
+            }
+          : op,
+      );
+    legacyOps.push(
+      { target: "r", kind: "h", name: hostId, value: { tenant: "acme", hash: hostHash, createdAt: 1000, fp: hostFp } },
+      { target: "s", kind: "h", name: hostId, value: hostFp },
+    );
+    expect((await store.commit(0, legacyOps, [])).ok).toBe(true);
+    // the new version's start changes nothing of them
+    expect(planSeed("seed", config, await store.load(), key, 2000).ops).toEqual([]);
+    // revoked through the API, the earlier key stays revoked at the next start (no new id brings it back)
+    const admin = new RegistryAdmin(store, key);
+    await admin.revokeHostKey("adm_x", "acme", hostId);
+    expect(planSeed("seed", config, await store.load(), key, 3000).ops).toEqual([]);
+    // a file edit of the producer keeps its earlier key as it was (one key, same id and hash)
+    const edited = parseConfig({
+      ...FILE,
+      tenants: {
+        acme: {
+          ...FILE.tenants.acme,
+          producers: { billing: { ...FILE.tenants.acme.producers.billing, eventTypes: ["x.*"] } },
+        },
+      },
+    });
+    const snap = await store.load();
+    expect((await store.commit(snap.version, planSeed("seed", edited, snap, key, 4000).ops, [])).ok).toBe(true);
+    const p = (await store.load()).records.producers.get("acme/billing");
+    expect(p?.eventTypes).toEqual(["x.*"]);
+    expect(p?.keys).toEqual([{ id: `pk_${pkHash.slice(0, 16)}`, hash: pkHash, createdAt: 1000 }]);
+    // and it still authenticates (its view keeps the SHA-256 form)
+    const { view } = viewOfRecords(1, (await store.load()).records, key);
+    expect(view.tenants.get("acme")?.producers.get("billing")?.keys).toEqual([
+      { id: `pk_${pkHash.slice(0, 16)}`, hash: pkHash, form: "sha256", expiresAt: null },
+    ]);
   });
 
   it("an event type edited in the file gets a new version; the same definition keeps its version", async () => {

@@ -39,6 +39,8 @@ export type HostIdentity = { readonly kind: "host"; readonly tenant: string } | 
 interface KeyEntry {
   readonly id: string;
   readonly digest: Buffer;
+  /** whether `digest` is the HMAC under the secret key (else a plain SHA-256) */
+  readonly mac: boolean;
   /** ms; null = no end */
   readonly expiresAt: number | null;
 }
@@ -68,9 +70,11 @@ interface HostKeyEntry {
  */
 export interface CredentialIndex {
   readonly producers: ReadonlyMap<string, ProducerEntry>;
-  /** sha256(hostKey) hex → its tenant and id */
+  /** `m:<hmac hex>` (or `s:<sha256 hex>`, earlier records) of a host key → its tenant and id */
   readonly hostKeys: ReadonlyMap<string, HostKeyEntry>;
   readonly adminDigest: Buffer | null;
+  /** HMAC-SHA256 under the registry's secret key: the digest of the stored keys (absent: none are) */
+  readonly mac?: ((text: string) => string) | undefined;
   /** told the id of each key or secret a request authenticated with (last-use marks) */
   readonly used?: ((keyId: string) => void) | undefined;
 }
@@ -95,7 +99,12 @@ function producerEntry(p: ProducerView): ProducerEntry {
       rateLimitPerSec: p.rateLimitPerSec,
       allows: typeMatcher(p.eventTypes),
     }),
-    keys: p.keys.map((k) => ({ id: k.id, digest: Buffer.from(k.hash, "hex"), expiresAt: k.expiresAt })),
+    keys: p.keys.map((k) => ({
+      id: k.id,
+      digest: Buffer.from(k.hash, "hex"),
+      mac: k.form === "mac",
+      expiresAt: k.expiresAt,
+    })),
     secrets: p.secrets.map((s) => ({ id: s.id, secret: s.secret, expiresAt: s.expiresAt })),
   };
 }
@@ -106,7 +115,11 @@ function indexTenant(t: TenantView, producers: Map<string, ProducerEntry>, hostK
   for (const [producer, p] of t.producers) {
     if (!p.disabled) producers.set(`${t.name}/${producer}`, producerEntry(p));
   }
-  for (const k of t.hostKeys) hostKeys.set(k.hash, { tenant: t.name, id: k.id, expiresAt: k.expiresAt });
+  for (const k of t.hostKeys) hostKeys.set(hostKeyField(k), { tenant: t.name, id: k.id, expiresAt: k.expiresAt });
+}
+
+function hostKeyField(k: { hash: string; form: "mac" | "sha256" }): string {
+  return `${k.form === "mac" ? "m" : "s"}:${k.hash}`;
 }
 
 /** Indexes the credentials of a registry view: a disabled tenant or producer has none. */
@@ -118,7 +131,7 @@ export function indexView(
   const producers = new Map<string, ProducerEntry>();
   const hostKeys = new Map<string, HostKeyEntry>();
   for (const t of view.tenants.values()) indexTenant(t, producers, hostKeys);
-  return { producers, hostKeys, adminDigest: adminToken ? sha256(adminToken) : null, used };
+  return { producers, hostKeys, adminDigest: adminToken ? sha256(adminToken) : null, used, mac: view.mac };
 }
 
 /** Indexes the credentials of a parsed config (call once at start). */
@@ -145,11 +158,11 @@ export function liveCredentials(
       for (const name of change.tenants) {
         const before = held.tenants.get(name);
         for (const id of before?.producers.keys() ?? []) producers.delete(`${name}/${id}`);
-        for (const k of before?.hostKeys ?? []) hostKeys.delete(k.hash);
+        for (const k of before?.hostKeys ?? []) hostKeys.delete(hostKeyField(k));
         const after = view.tenants.get(name);
         if (after) indexTenant(after, producers, hostKeys);
       }
-      current = { producers, hostKeys, adminDigest: current.adminDigest, used };
+      current = { producers, hostKeys, adminDigest: current.adminDigest, used, mac: view.mac };
     }
     held = view;
   });
@@ -159,6 +172,9 @@ export function liveCredentials(
     },
     get hostKeys() {
       return current.hostKeys;
+    },
+    get mac() {
+      return current.mac;
     },
     adminDigest: current.adminDigest,
     used,
@@ -179,19 +195,31 @@ export function bearerToken(authorization: string | string[] | undefined): strin
   return m ? m[1] : undefined;
 }
 
+/** The presented token's digests: plain SHA-256, and the HMAC under the secret key when there is one. */
+interface Presented {
+  readonly sha: Buffer;
+  readonly mac: Buffer;
+}
+
+function presentedDigests(token: string, mac: ((text: string) => string) | undefined): Presented {
+  const sha = sha256(token);
+  return { sha, mac: mac ? Buffer.from(mac(token), "hex") : sha };
+}
+
 /**
- * The key among `keys` whose digest is sha256(token) and that has not expired; compares
- * against every key (a dummy when there is none), so the time says nothing of which matched.
+ * The key among `keys` whose digest (of its form) is the token's and that has not expired;
+ * compares against every key (a dummy when there is none), so the time says nothing of
+ * which matched.
  */
-function matchingKey(token: string, keys: readonly KeyEntry[], nowMs: number): KeyEntry | undefined {
-  const presented = sha256(token);
+function matchingKey(presented: Presented, keys: readonly KeyEntry[], nowMs: number): KeyEntry | undefined {
   if (keys.length === 0) {
-    timingSafeEqual(presented, DUMMY_DIGEST);
+    timingSafeEqual(presented.mac, DUMMY_DIGEST);
     return undefined;
   }
   let found: KeyEntry | undefined;
   for (const k of keys) {
-    if (timingSafeEqual(presented, k.digest) && live(k.expiresAt, nowMs)) found = k;
+    const mine = k.mac ? presented.mac : presented.sha;
+    if (mine.length === k.digest.length && timingSafeEqual(mine, k.digest) && live(k.expiresAt, nowMs)) found = k;
   }
   return found;
 }
@@ -279,7 +307,7 @@ export function authenticateProducerHeaders(
   let ok = true;
   let key: KeyEntry | undefined;
   if (token !== undefined) {
-    key = matchingKey(token, entry?.keys ?? [], nowMs);
+    key = matchingKey(presentedDigests(token, index.mac), entry?.keys ?? [], nowMs);
     ok = key !== undefined;
   }
   const parsed = header === undefined ? null : parseSignatureHeader(header);
@@ -320,10 +348,12 @@ export function authenticateHost(
 ): HostIdentity {
   const token = bearerToken(headers.authorization);
   if (token === undefined) throw unauthorized();
-  const presented = sha256(token);
-  if (index.adminDigest && timingSafeEqual(presented, index.adminDigest)) return { kind: "admin" };
+  const presented = presentedDigests(token, index.mac);
+  if (index.adminDigest && timingSafeEqual(presented.sha, index.adminDigest)) return { kind: "admin" };
   // The map is keyed by digest: a look-up reveals nothing about the key's bytes.
-  const key = index.hostKeys.get(presented.toString("hex"));
+  const key =
+    (index.mac ? index.hostKeys.get(`m:${presented.mac.toString("hex")}`) : undefined) ??
+    index.hostKeys.get(`s:${presented.sha.toString("hex")}`);
   if (key === undefined || !live(key.expiresAt, nowMs)) throw unauthorized();
   index.used?.(key.id);
   return { kind: "host", tenant: key.tenant };

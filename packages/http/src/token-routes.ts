@@ -2,7 +2,8 @@
  * The token routes (docs/api.md, "Completion tokens, failure and heartbeats"): a token
  * holder completes, fails or heartbeats a wait with the token as its only credential.
  * Each request is counted per client address, then per wait the token names, before
- * Redis is asked; answers name the wait id and state only.
+ * Redis is asked; a token of a disabled or deleted tenant's wait is refused as unknown;
+ * answers name the wait id and state only.
  */
 
 import { type Resources, withinCommandTimeout } from "@rendezvous/engine";
@@ -64,8 +65,22 @@ export const tokenRoutes: FastifyPluginAsyncZod<TokenRoutesOptions> = async (app
     admit(request, `a:${clientKey(request.socket.remoteAddress)}`, config.tokenRateLimitPerAddressPerSec);
     const token = (request.params as { token?: string }).token ?? "";
     const waitId = store.tokenWaitId(token);
-    if (waitId !== null) admit(request, `w:${waitId}`, config.tokenRateLimitPerWaitPerSec);
+    if (waitId !== null) {
+      admit(request, `w:${waitId}`, config.tokenRateLimitPerWaitPerSec);
+      await refuseInactiveTenant(waitId);
+    }
   });
+  /**
+   * A wait of a disabled or deleted tenant: its token is refused as an unknown one (before
+   * any body byte is read). The tenant of a wait never changes, so this read is no
+   * read-modify-write: the transition itself stays one script.
+   */
+  async function refuseInactiveTenant(waitId: string): Promise<void> {
+    const wait = await withinCommandTimeout(res.commandTimeoutMs, store.getWait(null, waitId));
+    if (wait === null) return; // the transition answers token_invalid itself
+    const tenant = res.directory.view.tenants.get(wait.tenant);
+    if (tenant === undefined || tenant.disabled) throw new RendezvousError("token_invalid");
+  }
   app.addHook("preValidation", async (request) => {
     if (nestedDeeperThan(request.body, MAX_JSON_DEPTH + 1)) {
       throw new RendezvousError("invalid_request", "the request does not match its schema", {

@@ -1,6 +1,13 @@
 import { createHmac } from "node:crypto";
+import { keyHash, SecretKey, viewOfRecords } from "@rendezvous/engine";
 import { describe, expect, it } from "vitest";
-import { computeSignature, parseSignatureHeader } from "../src/index.js";
+import {
+  authenticateHost,
+  authenticateProducerHeaders,
+  computeSignature,
+  indexView,
+  parseSignatureHeader,
+} from "../src/index.js";
 import { ev, makeApp, nowSec, publish, signature, snapshot, streamLength } from "./helpers.js";
 
 const UNAUTHORIZED = { error: { code: "unauthorized", message: "unauthorized" } };
@@ -163,5 +170,63 @@ describe("producer authentication", () => {
     for (const bad of ["", "t=1", `v1=${hex}`, `t=x,v1=${hex}`, `t=1,t=2,v1=${hex}`, `t=-1,v1=${hex}`, "t=1,v1=zz"]) {
       expect(parseSignatureHeader(bad), bad).toBeNull();
     }
+  });
+});
+
+describe("keys stored as HMACs under the registry's secret key", () => {
+  const key = SecretKey.generate();
+  const records = {
+    tenants: new Map([["acme", { createdAt: 1, updatedAt: 1 }]]),
+    producers: new Map([
+      [
+        "acme/billing",
+        {
+          eventTypes: ["order.*"],
+          keys: [
+            { id: "pk_new", mac: key.mac("pk_weak_new"), createdAt: 1 },
+            { id: "pk_old", hash: keyHash("pk_weak_old"), createdAt: 1 },
+          ],
+          secrets: [],
+          createdAt: 1,
+          updatedAt: 1,
+        },
+      ],
+    ]),
+    hostKeys: new Map([
+      ["hk_new", { tenant: "acme", mac: key.mac("hk_weak_new"), createdAt: 1 }],
+      ["hk_old", { tenant: "acme", hash: keyHash("hk_weak_old"), createdAt: 1 }],
+    ]),
+    eventTypes: new Map(),
+  };
+  const index = indexView(viewOfRecords(1, records, key).view, "adm_x");
+  const host = (token: string) => authenticateHost(index, { authorization: `Bearer ${token}` });
+  const producer = (token: string) =>
+    authenticateProducerHeaders(index, { "rendezvous-producer": "acme/billing", authorization: `Bearer ${token}` });
+
+  it("an HMAC-stored key and an earlier version's SHA-256-stored key both authenticate", () => {
+    expect(host("hk_weak_new")).toEqual({ kind: "host", tenant: "acme" });
+    expect(host("hk_weak_old")).toEqual({ kind: "host", tenant: "acme" });
+    expect(producer("pk_weak_new").identity.producer).toBe("billing");
+    expect(producer("pk_weak_old").identity.producer).toBe("billing");
+  });
+
+  it("the plain SHA-256 of a key does not stand for its HMAC, nor a key under another secret key", () => {
+    const other = SecretKey.generate();
+    const forged = indexView(
+      viewOfRecords(
+        1,
+        {
+          ...records,
+          hostKeys: new Map([["hk_x", { tenant: "acme", mac: keyHash("hk_weak_new"), createdAt: 1 }]]),
+        },
+        key,
+      ).view,
+      undefined,
+    );
+    expect(() => authenticateHost(forged, { authorization: "Bearer hk_weak_new" })).toThrow(/unauthorized/);
+    const elsewhere = indexView(viewOfRecords(1, records, other).view, undefined);
+    expect(() => authenticateHost(elsewhere, { authorization: "Bearer hk_weak_new" })).toThrow(/unauthorized/);
+    expect(() => host("hk_weak_nope")).toThrow(/unauthorized/);
+    expect(() => producer("pk_weak_nope")).toThrow(/unauthorized/);
   });
 });

@@ -12,7 +12,7 @@ import {
   loadConfigFile,
   planSeed,
   RegistryStore,
-  SecretKey,
+  resolveSecretKey,
 } from "@rendezvous/engine";
 import { EventValidator } from "@rendezvous/http";
 import { type Command, Option } from "commander";
@@ -35,10 +35,11 @@ export async function applyConfig(file: string, flags: ApplyFlags): Promise<stri
   const url =
     flags.redisUrl ?? env.REDIS_URL ?? (existsSync(urlFile) ? readFileSync(urlFile, "utf8").trim() : undefined);
   if (!url) throw new Error("no Redis: pass --redis-url or set REDIS_URL (or run it beside a `start` of --data-dir)");
-  const key = SecretKey.resolve(env.RENDEZVOUS_SECRET_KEY, join(dir, "secret.key"));
   const redis = createRedis(url, { name: "rendezvous:admin-apply" });
   try {
     const store = new RegistryStore(redis, env.RENDEZVOUS_PREFIX);
+    // the key every process of this Redis uses: no key of this machine's data dir is made
+    const { key } = await resolveSecretKey(store, env.RENDEZVOUS_SECRET_KEY, join(dir, "secret.key"));
     await checkSecretKey(store, key);
     for (let attempt = 0; attempt < 5; attempt++) {
       const snap = await store.load();

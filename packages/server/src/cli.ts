@@ -57,11 +57,11 @@ function serverOptions(cmd: Command): Command {
     .addOption(new Option("--redis-url <url>", "Redis URL; env REDIS_URL"));
 }
 
-/** Where a role finds its development secret key (`DIR/secret.key`) without RENDEZVOUS_SECRET_KEY. */
+/** The data dir of a role: an earlier version's `DIR/secret.key` is read there (never created). */
 function dataDirOption(): Option {
   return new Option(
     "--data-dir <dir>",
-    "where the development secret key lives (without RENDEZVOUS_SECRET_KEY)",
+    "data dir (`start`: embedded Redis, dev config; any role: an earlier version's secret.key, read only)",
   ).default(".rendezvous");
 }
 

@@ -103,8 +103,8 @@ export const Env = z.object({
   RENDEZVOUS_BODY_BUDGET_PER_CLIENT_BYTES: z.coerce.number().int().min(1024).optional(),
   /**
    * The registry's secret key (32 bytes: 64 hex digits or base64): encrypts HMAC and webhook
-   * secrets at rest. Absent = `DIR/secret.key` of the data dir, created when absent
-   * (development only). Never logged.
+   * secrets at rest. Absent = the development key kept in Redis beside the registry
+   * (development only; registry/sync.ts resolveSecretKey). Never logged.
    */
   RENDEZVOUS_SECRET_KEY: z.string().min(1).optional(),
   /**

@@ -16,8 +16,9 @@ import {
   openRegistry,
   parseConfig,
   RegistryAdmin,
+  RegistryStore,
   type RegistryWatch,
-  SecretKey,
+  resolveSecretKey,
   startTracing,
 } from "@rendezvous/engine";
 import { buildApp, defaultPerAddress, defaultPerClient } from "@rendezvous/http";
@@ -122,7 +123,17 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
   try {
     await ensurePartitionCount(res.store);
     // the registry: seeded from the file on first start, then followed (docs/api.md, Admin)
-    const key = SecretKey.resolve(env.RENDEZVOUS_SECRET_KEY, join(dataDir, "secret.key"));
+    const { key, source } = await resolveSecretKey(
+      new RegistryStore(res.redis, res.prefix),
+      env.RENDEZVOUS_SECRET_KEY,
+      join(dataDir, "secret.key"),
+    );
+    if (source !== "env") {
+      log.warn(
+        { source },
+        "RENDEZVOUS_SECRET_KEY is not set: the registry's development key is used (kept in Redis beside it); secrets at rest are protected only once RENDEZVOUS_SECRET_KEY is set",
+      );
+    }
     const registry = await openRegistry({
       redis: res.redis,
       subscriber: res.connect("registry-subscriber", { blocking: true }),

@@ -6,9 +6,9 @@
  * in Redis in clear; `admin apply` prints its diff (dry run) and applies it.
  */
 import { randomBytes } from "node:crypto";
-import { readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { createRedis, keyHash, type RedisLike } from "@rendezvous/engine";
+import { createRedis, keyHash, type RedisLike, SecretKey } from "@rendezvous/engine";
 import { type CliProcess, redisUrl, spawnCli } from "@rendezvous/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -22,6 +22,7 @@ import {
   type Started,
   settled,
   sign,
+  sleep,
   startServer,
   until,
 } from "./e2e-helpers.js";
@@ -267,6 +268,43 @@ describe("the registry across processes", () => {
     expect(await within(t1, async () => (await host.get("/v1/waits")).status === 200)).toBeLessThan(1000);
   });
 
+  it("a disabled tenant's completion tokens are refused (404 token_invalid) on both APIs within 1 s, and work again once enabled", async () => {
+    const k = await admin.post(`/v1/admin/tenants/${TENANT}/host-keys`, {});
+    const key = k.body.key as string;
+    secrets.add(key);
+    const host = client(api1.url, bearer(key));
+    let reg = await host.post("/v1/waits", { ...waitBody("tok"), timeoutMs: 60_000, token: true });
+    await until(async () => {
+      if (reg.status !== 201)
+        reg = await host.post("/v1/waits", { ...waitBody("tok"), timeoutMs: 60_000, token: true });
+      return reg.status === 201 || undefined;
+    }, 5000);
+    const token = reg.body.token.value as string;
+    secrets.add(token);
+    const path = `/v1/tokens/${encodeURIComponent(token)}`;
+    expect((await admin.patch(`/v1/admin/tenants/${TENANT}`, { disabled: true })).status).toBe(200);
+    const t0 = Date.now();
+    for (const url of apis()) {
+      expect(
+        // (polled at most ~6 times a second: the token's own rate limit is 10/s per process)
+        await within(t0, async () => {
+          await sleep(150);
+          return (await request(url, "POST", `${path}/heartbeat`, { json: {} })).status === 404;
+        }),
+      ).toBeLessThan(1000);
+      expectError(await request(url, "POST", `${path}/complete`, { json: {} }), 404, "token_invalid");
+      expectError(await request(url, "POST", `${path}/fail`, { json: { error: { m: "x" } } }), 404, "token_invalid");
+    }
+    const kept = await admin.get(`/v1/waits/${reg.body.wait.id}?tenant=${TENANT}`);
+    expect(kept.body.wait.state, kept.text).toBe("waiting");
+    expect((await admin.patch(`/v1/admin/tenants/${TENANT}`, { disabled: false })).status).toBe(200);
+    await until(async () => {
+      const r = await request(api2Url, "POST", `${path}/complete`, { json: {} });
+      return r.status === 200 || undefined;
+    }, 5000);
+    expect((await admin.get(`/v1/waits/${reg.body.wait.id}?tenant=${TENANT}`)).body.wait.state).toBe("resolved");
+  });
+
   it("a restart with the same config file keeps a revoke made through the API", async () => {
     const seeded = (await admin.get("/v1/admin/tenants/seeded")).body.tenant;
     expect(seeded.hostKeys).toHaveLength(1);
@@ -358,22 +396,77 @@ describe("the secret key", () => {
     expect(other.output()).not.toMatch(LISTENING);
   });
 
-  it("without RENDEZVOUS_SECRET_KEY a role creates DIR/secret.key (0600) and the next one uses it", async () => {
-    const dir = join(api1.dir, "data");
+  it("without RENDEZVOUS_SECRET_KEY, split roles with their own data dirs (and an apply run first from another) share the registry's development key", async () => {
     const prefix = `${api1.prefix}k`;
-    const start = () =>
-      spawnCli(["api", "--config", api1.configFile, "--redis-url", redisUrl(), "--port", "0", "--data-dir", dir], {
+    const dirs = ["apply", "api", "matcher"].map((d) => join(api1.dir, `data-${d}`));
+    const noKey = { RENDEZVOUS_PREFIX: prefix, RENDEZVOUS_SECRET_KEY: undefined };
+    // the CLI first, from a data dir of its own (a laptop): it must not pin a key of its own
+    const apply = spawnCli(
+      ["admin", "apply", api1.configFile, "--redis-url", redisUrl(), "--data-dir", dirs[0] as string],
+      noKey,
+    );
+    expect((await apply.exited).code, apply.output() + apply.errors()).toBe(0);
+    const role = (name: string, dir: string) =>
+      spawnCli([name, "--config", api1.configFile, "--redis-url", redisUrl(), "--port", "0", "--data-dir", dir], noKey);
+    const api = role("api", dirs[1] as string);
+    const matcher = role("matcher", dirs[2] as string);
+    try {
+      const [apiUrl, matcherUrl] = await Promise.all(
+        [api, matcher].map(async (p) => (await p.waitFor(LISTENING, 25_000))[1] as string),
+      );
+      expect((await request(matcherUrl as string, "GET", "/healthz")).status).toBe(200);
+      expect(api.output()).toMatch(/RENDEZVOUS_SECRET_KEY is not set/);
+      // the seeded HMAC secret was encrypted by the CLI and decrypts in the API: one key
+      const host = client(apiUrl as string, bearer(SEED_HOST));
+      const w = await host.post("/v1/waits", { ...waitBody("dev"), runId: `run-${run}-dev` });
+      expect(w.status, w.text).toBe(201);
+      const raw = JSON.stringify({
+        id: `e-${run}-dev`,
+        type: "order.paid",
+        correlationId: `c-${run}-dev`,
+        payload: { amount: 3 },
+      });
+      const e = await request(apiUrl as string, "POST", "/v1/events", {
+        raw,
+        headers: {
+          "content-type": "application/json",
+          "rendezvous-producer": "seeded/p",
+          "rendezvous-signature": sign(SEED_SECRET, raw),
+        },
+      });
+      expect(e.status, e.text).toBe(202);
+      // the matcher (another data dir) resolves it
+      expect((await settled(host, w.body.wait.id as string)).state).toBe("resolved");
+      // nothing was written to any data dir
+      for (const dir of dirs) expect(existsSync(dir), dir).toBe(false);
+    } finally {
+      await Promise.all([api.terminate(), matcher.terminate()]);
+    }
+  }, 60_000);
+
+  it("a registry written under an earlier version's DIR/secret.key keeps working with that file, and refuses another dir", async () => {
+    const prefix = `${api1.prefix}f`;
+    const dir = join(api1.dir, "data-legacy");
+    mkdirSync(dir, { recursive: true });
+    const legacy = randomBytes(32).toString("hex");
+    writeFileSync(join(dir, "secret.key"), `${legacy}\n`, { mode: 0o600 });
+    const redis = createRedis(redisUrl(), { name: "test:legacy" });
+    try {
+      await redis.hset(`{${prefix}:reg}:m`, "keycheck", SecretKey.parse(legacy).check());
+    } finally {
+      redis.disconnect();
+    }
+    const role = (d: string) =>
+      spawnCli(["api", "--config", api1.configFile, "--redis-url", redisUrl(), "--port", "0", "--data-dir", d], {
         RENDEZVOUS_PREFIX: prefix,
         RENDEZVOUS_SECRET_KEY: undefined,
       });
-    const first = start();
-    await first.waitFor(LISTENING, 25_000);
-    const file = join(dir, "secret.key");
-    expect(statSync(file).mode & 0o777).toBe(0o600);
-    expect(readFileSync(file, "utf8").trim()).toMatch(/^[0-9a-f]{64}$/);
-    const second = start();
-    await second.waitFor(LISTENING, 25_000);
-    await Promise.all([first.terminate(), second.terminate()]);
+    const other = role(join(api1.dir, "data-elsewhere"));
+    expect((await other.exited).code).toBe(1);
+    expect(other.errors().trim()).toMatch(/^rendezvous: the secret key does not match the registry's/);
+    const kept = role(dir);
+    await kept.waitFor(LISTENING, 25_000);
+    await kept.terminate();
   }, 40_000);
 });
 
@@ -384,8 +477,13 @@ describe("secrets at rest", () => {
       const dump = await dumpEverything(redis, api1.prefix);
       const registryKeys = [...dump.keys()].filter((k) => k.startsWith(`{${api1.prefix}:reg}`));
       expect(registryKeys.length).toBeGreaterThanOrEqual(3);
-      // the dump reaches the records: the seeded producer key is there, as its hash
-      expect([...dump.values()].some((text) => text.includes(keyHash(SEED_PKEY)))).toBe(true);
+      // the dump reaches the records: the seeded producer key is there, as its HMAC under the
+      // secret key only (no plain SHA-256 of it, nor of part of it, to guess against offline)
+      const values = [...dump.values()];
+      expect(values.some((text) => text.includes(SecretKey.parse(SECRET_KEY).mac(SEED_PKEY)))).toBe(true);
+      for (const weak of [SEED_PKEY, SEED_HOST]) {
+        expect(values.some((text) => text.includes(keyHash(weak).slice(0, 16)))).toBe(false);
+      }
       expect(secrets.size).toBeGreaterThanOrEqual(9);
       for (const [key, text] of dump) {
         for (const s of secrets) expect(text.includes(s), `${key} holds a secret in clear`).toBe(false);

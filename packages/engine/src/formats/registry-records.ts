@@ -1,7 +1,8 @@
 /**
  * The stored records of the runtime registry (`{<prefix>:reg}:r`, one hash; docs/api.md,
  * Admin). Field names: `t:<tenant>`, `p:<tenant>/<producer>`, `h:<keyId>`,
- * `e:<eventType>`. Keys are stored as SHA-256 hashes (`hash`), secrets encrypted
+ * `e:<eventType>`. Keys are stored as HMAC-SHA256 digests under the secret key (`mac`;
+ * `hash`, a plain SHA-256, in records of an earlier version), secrets encrypted
  * (`enc`, registry/secret-key.ts); `fp` is the fingerprint of the config file's form
  * of the entry when the entry is what a file made it (absent once the API changed it).
  */
@@ -14,9 +15,10 @@ export type Limits = z.infer<typeof Limits>;
 
 const Millis = z.number().int().nonnegative();
 
-/** A bearer key (`hash`) or an HMAC secret (`enc`) of a producer. */
+/** A bearer key (`mac`, or an earlier version's `hash`) or an HMAC secret (`enc`) of a producer. */
 export const CredentialRecord = z.object({
   id: z.string(),
+  mac: z.string().optional(),
   hash: z.string().optional(),
   enc: z.string().optional(),
   createdAt: Millis,
@@ -50,7 +52,10 @@ export type ProducerRecord = z.infer<typeof ProducerRecord>;
 
 export const HostKeyRecord = z.object({
   tenant: z.string(),
-  hash: z.string(),
+  /** HMAC-SHA256 hex of the key under the secret key */
+  mac: z.string().optional(),
+  /** SHA-256 hex of the key (records of an earlier version) */
+  hash: z.string().optional(),
   createdAt: Millis,
   expiresAt: Millis.optional(),
   fp: z.string().optional(),

@@ -2,7 +2,7 @@
  * The admin operations on the registry (docs/api.md, Admin): each reads a snapshot,
  * computes its records and commits them at the snapshot's version (retrying when another
  * change came first), with its audit entry. Generated keys and secrets are returned once;
- * only their hash or ciphertext is stored.
+ * only their digest (HMAC under the secret key) or ciphertext is stored.
  */
 import { randomBytes } from "node:crypto";
 import { type ContinuationGroups, continuationQueues, RendezvousError } from "@rendezvous/protocol";
@@ -17,7 +17,7 @@ import type {
   TenantRecord,
 } from "../formats/registry-records.js";
 import type { RegistryOp, RegistrySnapshot, RegistryStore } from "./registry-store.js";
-import { keyHash, type SecretKey } from "./secret-key.js";
+import type { SecretKey } from "./secret-key.js";
 import { nextEventTypeVersion } from "./seed.js";
 
 /** What one operation writes and answers. */
@@ -176,7 +176,7 @@ export class RegistryAdmin {
     return this.#mutate(actor, (snap, now) => {
       if (!snap.records.tenants.has(tenant)) throw notFound("tenant");
       const { id, value } = generate("hk");
-      const record: HostKeyRecord = { tenant, hash: keyHash(value), createdAt: now };
+      const record: HostKeyRecord = { tenant, mac: this.#key.mac(value), createdAt: now };
       return {
         ops: [put("h", id, record)],
         action: "hostkey.create",
@@ -195,7 +195,10 @@ export class RegistryAdmin {
       const { fp: _fp, ...rest } = old;
       const expiresAt = Math.min(old.expiresAt ?? Number.POSITIVE_INFINITY, now + overlapSeconds * 1000);
       return {
-        ops: [put("h", id, { tenant, hash: keyHash(value), createdAt: now }), put("h", oldId, { ...rest, expiresAt })],
+        ops: [
+          put("h", id, { tenant, mac: this.#key.mac(value), createdAt: now }),
+          put("h", oldId, { ...rest, expiresAt }),
+        ],
         action: "hostkey.rotate",
         target: `${tenant}/${oldId}`,
         result: { id, key: value, rotated: oldId },
@@ -223,7 +226,7 @@ export class RegistryAdmin {
         eventTypes: input.eventTypes,
         ...(input.rateLimitPerSec !== undefined ? { rateLimitPerSec: input.rateLimitPerSec } : {}),
         ...(input.limits ? { limits: input.limits } : {}),
-        keys: key ? [{ id: key.id, hash: keyHash(key.value), createdAt: now }] : [],
+        keys: key ? [{ id: key.id, mac: this.#key.mac(key.value), createdAt: now }] : [],
         secrets: secret ? [{ id: secret.id, enc: this.#key.encrypt(secret.value), createdAt: now }] : [],
         createdAt: now,
         updatedAt: now,
@@ -272,7 +275,7 @@ export class RegistryAdmin {
       const made = generate(kind === "key" ? "pk" : "ps");
       const cred: CredentialRecord =
         kind === "key"
-          ? { id: made.id, hash: keyHash(made.value), createdAt: now }
+          ? { id: made.id, mac: this.#key.mac(made.value), createdAt: now }
           : { id: made.id, enc: this.#key.encrypt(made.value), createdAt: now };
       const expire = (list: CredentialRecord[]) =>
         overlapSeconds === undefined

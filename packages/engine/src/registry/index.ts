@@ -15,7 +15,13 @@ export {
 } from "./registry-store.js";
 export { keyHash, SecretKey } from "./secret-key.js";
 export { describeChange, type PlannedChange, planSeed, type SeedMode } from "./seed.js";
-export { checkSecretKey, type OpenRegistryOptions, openRegistry } from "./sync.js";
+export {
+  checkSecretKey,
+  type OpenRegistryOptions,
+  openRegistry,
+  resolveSecretKey,
+  type SecretKeySource,
+} from "./sync.js";
 export {
   configOfView,
   type EventTypeView,

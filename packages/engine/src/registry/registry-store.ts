@@ -12,7 +12,7 @@ import { type ArgValue, clock, keyedCall, runScript } from "../transitions/run.j
 export interface RegistryKeys {
   /** the hash tag shared by every key below */
   readonly tag: string;
-  /** hash: version, keycheck */
+  /** hash: version, keycheck, devkey (only without RENDEZVOUS_SECRET_KEY) */
   readonly meta: string;
   /** hash "<kind>:<name>" → record JSON (formats/registry-records.ts) */
   readonly records: string;
@@ -158,6 +158,22 @@ export class RegistryStore {
   async keyCheck(mine: string): Promise<string> {
     await this.#redis.hsetnx(this.keys.meta, "keycheck", mine);
     return (await this.#redis.hget(this.keys.meta, "keycheck")) ?? mine;
+  }
+
+  /** The key check stored beside the registry, or null before the first process set it. */
+  async readKeyCheck(): Promise<string | null> {
+    return this.#redis.hget(this.keys.meta, "keycheck");
+  }
+
+  /** The development key stored beside the registry, or null when there is none. */
+  async readDevKey(): Promise<string | null> {
+    return this.#redis.hget(this.keys.meta, "devkey");
+  }
+
+  /** The development key: `candidate` when there was none (HSETNX), else the one stored. */
+  async devKey(candidate: string): Promise<string> {
+    await this.#redis.hsetnx(this.keys.meta, "devkey", candidate);
+    return (await this.#redis.hget(this.keys.meta, "devkey")) ?? candidate;
   }
 
   /** Audit entries, newest first, older than `before` (a stream id) when given. */

@@ -1,12 +1,10 @@
 /**
  * The registry's secret key: AES-256-GCM for the secrets verification must read (HMAC
  * secrets, webhook secrets), HMAC-SHA256 for fingerprints and the key check. It comes
- * from `RENDEZVOUS_SECRET_KEY` (64 hex digits or base64 of 32 bytes), else from
- * `DIR/secret.key`, created on first use (development; docs/api.md, Admin).
+ * from `RENDEZVOUS_SECRET_KEY` (64 hex digits or base64 of 32 bytes), else it is the
+ * development key kept beside the registry in Redis (registry/sync.ts; docs/api.md, Admin).
  */
 import { createCipheriv, createDecipheriv, createHmac, hash, randomBytes } from "node:crypto";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { dirname } from "node:path";
 import { RendezvousError } from "@rendezvous/protocol";
 
 const ENCRYPTED = /^v1:([A-Za-z0-9_-]{16}):([A-Za-z0-9_-]{22}):([A-Za-z0-9_-]*)$/;
@@ -42,24 +40,9 @@ export class SecretKey {
     return new SecretKey(randomBytes(32));
   }
 
-  /**
-   * The key of the environment, else of `file`, which is created (mode 0600) when absent;
-   * two processes creating it at once end with the same key (the second reads the first's).
-   */
-  static resolve(envValue: string | undefined, file: string): SecretKey {
-    if (envValue !== undefined && envValue !== "") return SecretKey.parse(envValue);
-    try {
-      return SecretKey.parse(readFileSync(file, "utf8"));
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
-    }
-    mkdirSync(dirname(file), { recursive: true });
-    try {
-      writeFileSync(file, `${randomBytes(32).toString("hex")}\n`, { flag: "wx", mode: 0o600 });
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-    }
-    return SecretKey.parse(readFileSync(file, "utf8"));
+  /** The key in hex (the development key as stored beside the registry). */
+  toHex(): string {
+    return this.#key.toString("hex");
   }
 
   /** `v1:<iv>:<tag>:<ciphertext>` (base64url), a fresh IV each time. */

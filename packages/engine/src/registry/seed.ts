@@ -6,12 +6,17 @@
  *   and has no more is removed; every other entry keeps what the API made of it;
  * - `admin apply` (`apply`): the registry becomes the file (entries not in it removed).
  *
+ * An entry written from the file keeps what the file has no form of: `disabled`, `limits`,
+ * `createdAt`, and a producer's credentials made through the API (and the expiry a rotation
+ * gave the file's own).
+ *
  * Both plan one commit at the snapshot's version; the diff lines name entries by kind and
  * name (a key by its id), never a secret.
  */
 import type { Config } from "../config.js";
 import { canonicalJson } from "../encoding.js";
 import {
+  type CredentialRecord,
   EVENT_TYPE_VERSIONS_KEPT,
   type EventTypeRecord,
   type HostKeyRecord,
@@ -56,7 +61,44 @@ interface Desired {
   build(existing: unknown, now: number): unknown;
 }
 
-function desiredEntries(config: Pick<Config, "tenants" | "eventTypes">, key: SecretKey): Desired[] {
+/** The id of an HMAC secret given by a config file: from its MAC under the registry key. */
+function secretIdOf(key: SecretKey, secret: string | null): string {
+  return secret === null ? "" : `ps_${key.mac(secret).slice(0, 16)}`;
+}
+
+function openOrNull(key: SecretKey, enc: string): string | null {
+  try {
+    return key.decrypt(enc);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * A producer's credentials after a seed: the file's (each keeping the `createdAt` and
+ * `expiresAt` it had, an expiry being a rotation through the API), then the ones made
+ * through the API (an id not derived from its own value: `fromFile` false), kept.
+ */
+function withApiMade(
+  fromConfig: CredentialRecord[],
+  old: readonly CredentialRecord[] | undefined,
+  fromFile: (c: CredentialRecord) => boolean,
+): CredentialRecord[] {
+  const before = new Map((old ?? []).map((c) => [c.id, c]));
+  const file = fromConfig.map((c) => {
+    const was = before.get(c.id);
+    if (!was) return c;
+    return { ...c, createdAt: was.createdAt, ...(was.expiresAt !== undefined ? { expiresAt: was.expiresAt } : {}) };
+  });
+  const ids = new Set(file.map((c) => c.id));
+  return [...file, ...(old ?? []).filter((c) => !ids.has(c.id) && !fromFile(c))];
+}
+
+function desiredEntries(
+  config: Pick<Config, "tenants" | "eventTypes">,
+  key: SecretKey,
+  snap: RegistrySnapshot,
+): Desired[] {
   const out: Desired[] = [];
   const fp = (kind: string, name: string, form: unknown) => key.mac(canonicalJson([kind, name, form ?? null]));
   for (const [tenant, t] of Object.entries(config.tenants)) {
@@ -71,6 +113,7 @@ function desiredEntries(config: Pick<Config, "tenants" | "eventTypes">, key: Sec
           ...(t.webhook ? { webhook: { url: t.webhook.url, enc: key.encrypt(t.webhook.secret) } } : {}),
           ...(t.continuationGroups ? { groups: t.continuationGroups } : {}),
           ...(old?.limits ? { limits: old.limits } : {}),
+          ...(old?.disabled ? { disabled: true } : {}),
           createdAt: old?.createdAt ?? now,
           updatedAt: now,
           fp: fp("t", tenant, form),
@@ -78,17 +121,23 @@ function desiredEntries(config: Pick<Config, "tenants" | "eventTypes">, key: Sec
       },
     });
     for (const hostKey of t.hostKeys) {
-      const hash = keyHash(hostKey);
-      const id = hostKeyIdOfHash(hash);
+      // an earlier version's record (plain SHA-256, id from it) keeps its form: a new id would
+      // bring back a key the API revoked
+      const legacy = keyHash(hostKey);
+      const legacyId = hostKeyIdOfHash(legacy);
+      const isLegacy = snap.seed.has(recordField("h", legacyId)) || snap.records.hostKeys.has(legacyId);
+      const digest = isLegacy ? { hash: legacy } : { mac: key.mac(hostKey) };
+      const id = isLegacy ? legacyId : hostKeyIdOfHash(key.mac(hostKey));
+      const form = isLegacy ? { tenant, hash: legacy } : { tenant, mac: digest.mac };
       out.push({
         kind: "h",
         name: id,
-        fp: fp("h", id, { tenant, hash }),
+        fp: fp("h", id, form),
         build: (existing, now): HostKeyRecord => ({
           tenant,
-          hash,
+          ...digest,
           createdAt: (existing as HostKeyRecord | undefined)?.createdAt ?? now,
-          fp: fp("h", id, { tenant, hash }),
+          fp: fp("h", id, form),
         }),
       });
     }
@@ -104,15 +153,27 @@ function desiredEntries(config: Pick<Config, "tenants" | "eventTypes">, key: Sec
             eventTypes: [...p.eventTypes],
             ...(p.rateLimitPerSec !== undefined ? { rateLimitPerSec: p.rateLimitPerSec } : {}),
             ...(old?.limits ? { limits: old.limits } : {}),
-            keys: p.keys.map((k) => {
-              const hash = keyHash(k);
-              return { id: producerKeyIdOfHash(hash), hash, createdAt: now };
-            }),
-            secrets: p.secrets.map((s) => ({
-              id: `ps_${key.mac(s).slice(0, 16)}`,
-              enc: key.encrypt(s),
-              createdAt: now,
-            })),
+            ...(old?.disabled ? { disabled: true } : {}),
+            keys: withApiMade(
+              p.keys.map((k) => {
+                // an earlier version's credential (plain SHA-256) keeps its form and id
+                const hash = keyHash(k);
+                const legacyId = producerKeyIdOfHash(hash);
+                if (old?.keys.some((c) => c.id === legacyId)) return { id: legacyId, hash, createdAt: now };
+                const mac = key.mac(k);
+                return { id: producerKeyIdOfHash(mac), mac, createdAt: now };
+              }),
+              old?.keys,
+              (c) => {
+                const d = c.mac ?? c.hash;
+                return d !== undefined && c.id === producerKeyIdOfHash(d);
+              },
+            ),
+            secrets: withApiMade(
+              p.secrets.map((s) => ({ id: secretIdOf(key, s), enc: key.encrypt(s), createdAt: now })),
+              old?.secrets,
+              (c) => c.enc !== undefined && c.id === secretIdOf(key, openOrNull(key, c.enc)),
+            ),
             createdAt: old?.createdAt ?? now,
             updatedAt: now,
             fp: fp("p", name, p),
@@ -194,7 +255,7 @@ export function planSeed(
 ): SeedPlan {
   const changes: PlannedChange[] = [];
   const ops: RegistryOp[] = [];
-  const desired = desiredEntries(config, key);
+  const desired = desiredEntries(config, key, snap);
   const wanted = new Set(desired.map((d) => recordField(d.kind, d.name)));
   for (const d of desired) {
     const field = recordField(d.kind, d.name);

@@ -2,6 +2,7 @@
  * Opening the registry in a process: check the secret key against the registry's, seed
  * it from the config file (docs/api.md, Admin), load it into the Directory and follow it.
  */
+import { readFileSync } from "node:fs";
 import { RendezvousError } from "@rendezvous/protocol";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
@@ -10,7 +11,7 @@ import type { RedisLike } from "../redis.js";
 import type { Directory } from "./directory.js";
 import { RegistryWatch } from "./directory.js";
 import { RegistryStore } from "./registry-store.js";
-import type { SecretKey } from "./secret-key.js";
+import { SecretKey } from "./secret-key.js";
 import { describeChange, planSeed } from "./seed.js";
 
 export interface OpenRegistryOptions {
@@ -25,6 +26,44 @@ export interface OpenRegistryOptions {
   metrics?: Metrics;
   /** @defaultValue 500 */
   pollMs?: number;
+}
+
+/** Where a process's secret key came from. */
+export type SecretKeySource = "env" | "registry" | "file";
+
+/** The key a file of an earlier version holds, or undefined (absent, unreadable, not a key). */
+function legacyFileKey(file: string | undefined): SecretKey | undefined {
+  if (file === undefined) return undefined;
+  try {
+    return SecretKey.parse(readFileSync(file, "utf8"));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The secret key of a process (docs/api.md, Admin, "Secrets at rest"): the one of
+ * `RENDEZVOUS_SECRET_KEY`, else the development key kept beside the registry, made by the
+ * first process that needs it (HSETNX: every process reads the same one). A registry whose
+ * key check names neither (written under an earlier version's `DIR/secret.key`) takes the
+ * key of `legacyFile` when that file holds it; nothing is created on disk.
+ * The caller checks the key against the registry ({@link checkSecretKey}).
+ */
+export async function resolveSecretKey(
+  store: RegistryStore,
+  envValue: string | undefined,
+  legacyFile?: string,
+): Promise<{ key: SecretKey; source: SecretKeySource }> {
+  if (envValue !== undefined && envValue !== "") return { key: SecretKey.parse(envValue), source: "env" };
+  const check = await store.readKeyCheck();
+  const stored = await store.readDevKey();
+  const file = legacyFileKey(legacyFile);
+  if (check !== null && file?.check() === check) return { key: file, source: "file" };
+  // a registry written under a key of its own has no development key: none is made for it
+  // (the key check then refuses this process)
+  const text = stored ?? (check === null ? await store.devKey(SecretKey.generate().toHex()) : undefined);
+  const dev = text === undefined ? SecretKey.generate() : SecretKey.parse(text);
+  return { key: dev, source: "registry" };
 }
 
 /**

@@ -9,11 +9,26 @@ import type { Config, EventTypeConfig, TenantConfig } from "../config.js";
 import { decodeRecord, type Limits, type RecordKind, type RegistryRecords } from "../formats/registry-records.js";
 import { keyHash, type SecretKey } from "./secret-key.js";
 
-/** A bearer or host key: its hash only. */
+/** A bearer or host key: its digest only, an HMAC under the secret key or a plain SHA-256. */
 export interface KeyView {
   readonly id: string;
+  /** hex digest of the key, of `form` */
   readonly hash: string;
+  readonly form: DigestForm;
   readonly expiresAt: number | null;
+}
+
+/** `mac`: HMAC-SHA256 under the secret key (RegistryView.mac); `sha256`: plain (earlier records, a config file's static view). */
+export type DigestForm = "mac" | "sha256";
+
+/** The digest of a stored key record, or undefined when it has none. */
+export function digestOf(r: {
+  mac?: string | undefined;
+  hash?: string | undefined;
+}): { hash: string; form: DigestForm } | undefined {
+  if (r.mac !== undefined) return { hash: r.mac, form: "mac" };
+  if (r.hash !== undefined) return { hash: r.hash, form: "sha256" };
+  return undefined;
 }
 
 export interface HostKeyView extends KeyView {
@@ -59,6 +74,8 @@ export interface RegistryView {
   readonly version: number;
   readonly tenants: ReadonlyMap<string, TenantView>;
   readonly eventTypes: ReadonlyMap<string, EventTypeView>;
+  /** HMAC-SHA256 hex under the secret key: the digest of `mac` keys (absent: no key, the static view) */
+  readonly mac?: ((text: string) => string) | undefined;
 }
 
 /** What a change touched: the tenants (their settings, producers or host keys) and event types. */
@@ -183,14 +200,18 @@ function tenantView(
       rateLimitPerSec: p.rateLimitPerSec,
       limits: p.limits,
       disabled: p.disabled === true,
-      keys: p.keys.flatMap((k) => (k.hash ? [{ id: k.id, hash: k.hash, expiresAt: k.expiresAt ?? null }] : [])),
+      keys: p.keys.flatMap((k) => {
+        const d = digestOf(k);
+        return d ? [{ id: k.id, ...d, expiresAt: k.expiresAt ?? null }] : [];
+      }),
       secrets,
     });
   }
   const hostKeys: HostKeyView[] = [];
   for (const id of set.hostKeysOf(name)) {
     const h = set.records.hostKeys.get(id);
-    if (h) hostKeys.push({ id, tenant: name, hash: h.hash, expiresAt: h.expiresAt ?? null });
+    const d = h && digestOf(h);
+    if (h && d) hostKeys.push({ id, tenant: name, ...d, expiresAt: h.expiresAt ?? null });
   }
   const secret = t.webhook ? open(`${name}/webhook`, t.webhook.enc) : undefined;
   return {
@@ -220,7 +241,11 @@ export function viewOfSet(
   for (const name of set.records.tenants.keys()) tenants.set(name, tenantView(name, set, open) as TenantView);
   const eventTypes = new Map<string, EventTypeView>();
   for (const [type, e] of set.records.eventTypes) eventTypes.set(type, eventTypeView(e));
-  return { view: { version, tenants, eventTypes }, undecryptable };
+  return { view: { version, tenants, eventTypes, mac: macOf(key) }, undecryptable };
+}
+
+function macOf(key: SecretKey): (text: string) => string {
+  return (text) => key.mac(text);
 }
 
 /** The view after a change: `old` with the touched tenants and event types rebuilt from `set`. */
@@ -245,7 +270,7 @@ export function patchView(
     if (e) eventTypes.set(type, eventTypeView(e));
     else eventTypes.delete(type);
   }
-  return { view: { version, tenants, eventTypes }, undecryptable };
+  return { view: { version, tenants, eventTypes, mac: old.mac ?? macOf(key) }, undecryptable };
 }
 
 /** The view of stored records (a RecordSet of them, whole). */
@@ -270,13 +295,13 @@ export function viewOfConfig(config: Pick<Config, "tenants" | "eventTypes">): Re
         rateLimitPerSec: p.rateLimitPerSec,
         limits: undefined,
         disabled: false,
-        keys: p.keys.map((k, i) => ({ id: `key-${i}`, hash: keyHash(k), expiresAt: null })),
+        keys: p.keys.map((k, i) => ({ id: `key-${i}`, hash: keyHash(k), form: "sha256" as const, expiresAt: null })),
         secrets: p.secrets.map((s, i) => ({ id: `secret-${i}`, secret: s, expiresAt: null })),
       });
     }
     const hostKeys = t.hostKeys.map((k) => {
       const hash = keyHash(k);
-      return { id: hostKeyIdOfHash(hash), tenant: name, hash, expiresAt: null };
+      return { id: hostKeyIdOfHash(hash), tenant: name, hash, form: "sha256" as const, expiresAt: null };
     });
     tenants.set(name, {
       name,
@@ -295,7 +320,7 @@ export function viewOfConfig(config: Pick<Config, "tenants" | "eventTypes">): Re
   return { version: 0, tenants, eventTypes };
 }
 
-/** The id of a host key given by a config file: from its hash (which is stored anyway). */
+/** The id of a host key given by a config file: from its digest (which is stored anyway). */
 export function hostKeyIdOfHash(hash: string): string {
   return `hk_${hash.slice(0, 16)}`;
 }
