@@ -127,12 +127,15 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
       new RegistryStore(res.redis, res.prefix),
       env.RENDEZVOUS_SECRET_KEY,
       join(dataDir, "secret.key"),
+      { createFile: kind === "start" },
     );
-    if (source !== "env") {
+    if (source === "registry") {
       log.warn(
         { source },
         "RENDEZVOUS_SECRET_KEY is not set: the registry's development key is used (kept in Redis beside it); secrets at rest are protected only once RENDEZVOUS_SECRET_KEY is set",
       );
+    } else if (source === "file") {
+      log.warn({ source }, "RENDEZVOUS_SECRET_KEY is not set: the development key of the data directory is used");
     }
     const registry = await openRegistry({
       redis: res.redis,

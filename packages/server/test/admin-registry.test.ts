@@ -6,7 +6,7 @@
  * in Redis in clear; `admin apply` prints its diff (dry run) and applies it.
  */
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createRedis, keyHash, type RedisLike, SecretKey } from "@rendezvous/engine";
 import { type CliProcess, redisUrl, spawnCli } from "@rendezvous/testkit";
@@ -442,6 +442,40 @@ describe("the secret key", () => {
     } finally {
       await Promise.all([api.terminate(), matcher.terminate()]);
     }
+  }, 60_000);
+
+  it("without RENDEZVOUS_SECRET_KEY, start on a new registry keeps its key in DIR/secret.key (0600), never in Redis, and starts again with it", async () => {
+    const prefix = `${api1.prefix}s`;
+    const dir = join(api1.dir, "data-start");
+    const start = () =>
+      spawnCli(["start", "--config", api1.configFile, "--redis-url", redisUrl(), "--port", "0", "--data-dir", dir], {
+        RENDEZVOUS_PREFIX: prefix,
+        RENDEZVOUS_SECRET_KEY: undefined,
+      });
+    const first = start();
+    await first.waitFor(LISTENING, 25_000);
+    await first.terminate();
+    const file = join(dir, "secret.key");
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const key = SecretKey.parse(readFileSync(file, "utf8"));
+    const redis = createRedis(redisUrl(), { name: "test:start-key" });
+    try {
+      const meta = await redis.hgetall(`{${prefix}:reg}:m`);
+      expect(meta.keycheck).toBe(key.check());
+      expect(meta.devkey).toBeUndefined();
+      // the key is nowhere in Redis under this prefix
+      for (const k of await redis.keys(`*${prefix}*`)) {
+        const type = await redis.type(k);
+        const text =
+          type === "hash" ? JSON.stringify(await redis.hgetall(k)) : type === "string" ? await redis.get(k) : "";
+        expect(text ?? "").not.toContain(key.toHex());
+      }
+    } finally {
+      redis.disconnect();
+    }
+    const again = start();
+    await again.waitFor(LISTENING, 25_000);
+    await again.terminate();
   }, 60_000);
 
   it("a registry written under an earlier version's DIR/secret.key keeps working with that file, and refuses another dir", async () => {

@@ -2,7 +2,8 @@
  * Opening the registry in a process: check the secret key against the registry's, seed
  * it from the config file (docs/api.md, Admin), load it into the Directory and follow it.
  */
-import { readFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
 import { RendezvousError } from "@rendezvous/protocol";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
@@ -31,8 +32,8 @@ export interface OpenRegistryOptions {
 /** Where a process's secret key came from. */
 export type SecretKeySource = "env" | "registry" | "file";
 
-/** The key a file of an earlier version holds, or undefined (absent, unreadable, not a key). */
-function legacyFileKey(file: string | undefined): SecretKey | undefined {
+/** The key a key file holds, or undefined (absent, unreadable, not a key). */
+function fileKey(file: string | undefined): SecretKey | undefined {
   if (file === undefined) return undefined;
   try {
     return SecretKey.parse(readFileSync(file, "utf8"));
@@ -43,22 +44,33 @@ function legacyFileKey(file: string | undefined): SecretKey | undefined {
 
 /**
  * The secret key of a process (docs/api.md, Admin, "Secrets at rest"): the one of
- * `RENDEZVOUS_SECRET_KEY`, else the development key kept beside the registry, made by the
- * first process that needs it (HSETNX: every process reads the same one). A registry whose
- * key check names neither (written under an earlier version's `DIR/secret.key`) takes the
- * key of `legacyFile` when that file holds it; nothing is created on disk.
- * The caller checks the key against the registry ({@link checkSecretKey}).
+ * `RENDEZVOUS_SECRET_KEY`; else the key of `keyFile` when the registry was written with it
+ * (or is new and the file exists); else, with `createFile` (`rendezvous start`: one process
+ * that owns its data directory) on a new registry, a key made in `keyFile` (mode 0600) and
+ * never written to Redis; else the development key kept beside the registry, made by the
+ * first process that needs it (HSETNX: every split role reads the same one). A registry
+ * whose key check names none of them gets a random key here, which the key check then
+ * refuses. The caller checks the key against the registry ({@link checkSecretKey}).
  */
 export async function resolveSecretKey(
   store: RegistryStore,
   envValue: string | undefined,
-  legacyFile?: string,
+  keyFile?: string,
+  opts: { createFile?: boolean } = {},
 ): Promise<{ key: SecretKey; source: SecretKeySource }> {
   if (envValue !== undefined && envValue !== "") return { key: SecretKey.parse(envValue), source: "env" };
   const check = await store.readKeyCheck();
   const stored = await store.readDevKey();
-  const file = legacyFileKey(legacyFile);
-  if (check !== null && file?.check() === check) return { key: file, source: "file" };
+  const file = fileKey(keyFile);
+  if (file !== undefined && (check === null ? stored === null : file.check() === check)) {
+    return { key: file, source: "file" };
+  }
+  if (opts.createFile === true && keyFile !== undefined && check === null && stored === null && file === undefined) {
+    const made = SecretKey.generate();
+    mkdirSync(dirname(keyFile), { recursive: true });
+    writeFileSync(keyFile, `${made.toHex()}\n`, { mode: 0o600, flag: "wx" });
+    return { key: made, source: "file" };
+  }
   // a registry written under a key of its own has no development key: none is made for it
   // (the key check then refuses this process)
   const text = stored ?? (check === null ? await store.devKey(SecretKey.generate().toHex()) : undefined);
