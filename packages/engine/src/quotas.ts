@@ -97,6 +97,8 @@ export class Quotas {
   /** the config file's own quotas of its tenants, as the file has them */
   readonly #fileQuotas = new Map<string, QuotasConfig>();
   #registry: LimitsSource | undefined;
+  /** the Quotas whose limits these are, on another connection ({@link withConnection}) */
+  #of: Quotas | undefined;
 
   constructor(
     private readonly redis: RedisLike,
@@ -108,11 +110,24 @@ export class Quotas {
 
   /** Reads the tenants' registry `limits` from `source` from now on (the process's registry view). */
   follow(source: LimitsSource): void {
-    this.#registry = source;
+    if (this.#of) this.#of.follow(source);
+    else this.#registry = source;
+  }
+
+  /**
+   * The same quotas on another connection: its limits are always this one's (the
+   * registry it follows, now or later, and the file's tenant quotas as this one read
+   * them), its counts and limiters go over `redis`.
+   */
+  withConnection(redis: RedisLike, keys: KeyLayout = this.keys): Quotas {
+    const q = new Quotas(redis, keys, { quotas: this.config.quotas, tenants: {} });
+    q.#of = this.#of ?? this;
+    return q;
   }
 
   /** The limits in force for `tenant`: registry `limits`, else the file's tenant quotas, else the defaults. */
   limits(tenant: string): TenantQuotas {
+    if (this.#of) return this.#of.limits(tenant);
     const own = this.#registry?.(tenant);
     const file = this.#fileQuotas.get(tenant);
     const defaults = this.config.quotas;

@@ -120,6 +120,28 @@ describe("count quotas", () => {
     expect(q.counted(["acme"])).toEqual(["acme"]);
   });
 
+  it("a Store on another connection keeps the counts of the limits in force: the registry's and the file's", async () => {
+    const h = makeStore({ tenants: { filed: { quotas: { waitingWaits: 5 } } } });
+    const other = h.store.withConnection(trackOpen(createRedis(redisUrl(), { name: "q-other" })));
+    // the registry is followed after the other Store was made, and the registry view
+    // replaces config.tenants (without their quotas), as at the start of a process
+    const registry = new Map<string, Record<string, number>>([["reg", { waitingWaits: 4 }]]);
+    h.store.quotas.follow((t) => registry.get(t));
+    (h.store.config as { tenants: unknown }).tenants = { filed: {}, reg: {} };
+    expect(other.quotas.limits("reg").waitingWaits).toBe(4);
+    expect(other.quotas.limits("filed").waitingWaits).toBe(5);
+    for (const tenant of ["filed", "reg"]) {
+      const w = (await h.store.register(tenant, { ...spec("r1"), timeoutMs: 10 })).wait;
+      expect((await h.store.quotas.usage(tenant)).waitingWaits).toBe(1);
+      h.tick(1000);
+      // the scheduler times out on a connection of its own
+      expect((await other.timeout(w.id)).outcome).toBe("timed_out");
+      expect((await h.store.quotas.usage(tenant)).waitingWaits).toBe(0);
+      expect(await h.redis.hget(h.store.keys.tenantQuota(tenant).counts, "w")).toBe("0");
+    }
+    other.redis.disconnect();
+  });
+
   it("a tenant without count quotas has no counters written; its usage is counted from the indexes", async () => {
     const h = makeStore();
     await h.store.register("acme", spec("r1"));
