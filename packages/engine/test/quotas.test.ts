@@ -85,6 +85,28 @@ describe("count quotas", () => {
     expect((await q.usage("acme")).waitingWaits).toBe(0);
   });
 
+  it("waitingWaits: a count-N wait leaves the count once, when its Nth event resolves it, not per collected event", async () => {
+    const h = makeStore({ quotas: { waitingWaits: 10 } });
+    const q = h.store.quotas;
+    const count3 = { ...spec("r1", "rel-1"), count: 3 };
+    const wait = (await h.store.register("acme", count3)).wait;
+    await h.store.register("acme", spec("r2", "rel-2"));
+    expect((await q.usage("acme")).waitingWaits).toBe(2);
+    for (const id of ["a1", "a2"]) {
+      const r = await matchOne(h, await ingestOne(h, event(id, "rel-1")));
+      // taken by the wait, which only collected it: still waiting
+      expect(r).toMatchObject({ status: "matched", matched: [wait.id], collected: [wait.id] });
+      expect((await q.usage("acme")).waitingWaits).toBe(2);
+      h.tick(1);
+    }
+    const third = await matchOne(h, await ingestOne(h, event("a3", "rel-1")));
+    expect(third).toMatchObject({ matched: [wait.id], collected: [] });
+    expect((await h.store.getWait("acme", wait.id))?.state).toBe("resolved");
+    expect((await q.usage("acme")).waitingWaits).toBe(1);
+    // the counter agrees with the indexes
+    expect((await q.count(["acme"])).get("acme")?.waitingWaits).toBe(1);
+  });
+
   it("bufferedEvents: counted after the match; a registration that takes one and the expiry lower it", async () => {
     const h = makeStore({ retentionMs: 1000, quotas: { bufferedEvents: 2 } });
     const q = h.store.quotas;
