@@ -164,6 +164,33 @@ describe("count quotas", () => {
     other.redis.disconnect();
   });
 
+  it("a count quota set anew is checked against the count recounted then, not a stale one; a removed one's counter goes", async () => {
+    const h = makeStore();
+    const q = h.store.quotas;
+    const key = h.store.keys.tenantQuota("acme").counts;
+    const registry = new Map<string, Record<string, number>>([["acme", { waitingWaits: 2 }]]);
+    q.follow((t) => registry.get(t));
+    const w = [];
+    for (let i = 0; i < 2; i++) w.push((await h.store.register("acme", spec(`r${i}`))).wait);
+    expect(await q.check({ tenant: "acme", count: "waitingWaits" })).toMatchObject({ usage: 2, limit: 2 });
+    // the quota removed: its counter is removed, and no longer kept while the waits settle
+    registry.set("acme", {});
+    expect(await q.check({ tenant: "acme", count: "waitingWaits" })).toBeNull();
+    expect(await h.redis.hexists(key, "w")).toBe(0);
+    for (const x of w) await h.store.cancel("acme", x.id);
+    await h.store.register("acme", spec("r9"));
+    // set again: the check sees 1 waiting wait, not a count left from before
+    registry.set("acme", { waitingWaits: 2 });
+    expect(await q.check({ tenant: "acme", count: "waitingWaits" })).toBeNull();
+    expect(await h.redis.hget(key, "w")).toBe("1");
+    expect((await q.usage("acme")).waitingWaits).toBe(1);
+    // a process that sees the tenant first, without its counter (never kept): recounted before the check
+    await h.redis.hdel(key, "w");
+    const fresh = new Store({ redis: h.redis, prefix: h.prefix, config: h.store.config });
+    fresh.quotas.follow((t) => (t === "acme" ? { waitingWaits: 1 } : undefined));
+    expect(await fresh.quotas.check({ tenant: "acme", count: "waitingWaits" })).toMatchObject({ usage: 1, limit: 1 });
+  });
+
   it("a tenant without count quotas has no counters written; its usage is counted from the indexes", async () => {
     const h = makeStore();
     await h.store.register("acme", spec("r1"));
