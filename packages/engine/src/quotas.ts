@@ -22,7 +22,7 @@ import type { ChainableCommander } from "ioredis";
 import { type BatchCommand, execBatch } from "./batch.js";
 import type { Config, QuotasConfig, TenantQuotas } from "./config.js";
 import { encodeParts } from "./encoding.js";
-import { indexKey, legacyIndexKey } from "./formats/index-members.js";
+import { extraMembersField, indexKey, legacyIndexKey } from "./formats/index-members.js";
 import type { KeyLayout } from "./keys.js";
 import type { RedisLike } from "./redis.js";
 import { asReply, Code } from "./transitions/replies.js";
@@ -303,7 +303,10 @@ export class Quotas {
     return counts;
   }
 
-  /** The tenants' waiting waits and buffered events counted from the indexes (one round trip). */
+  /**
+   * The tenants' waiting waits and buffered events counted from the indexes (one round
+   * trip): an any-of wait counts once (its extra members' count is subtracted).
+   */
   async count(tenants: readonly string[]): Promise<Map<string, TenantUsage>> {
     const k = this.keys;
     const commands: BatchCommand[] = [];
@@ -317,12 +320,17 @@ export class Quotas {
           key,
           add: (pl: ChainableCommander) => pl.zlexcount(key, `[${prefix}`, `(${prefix}\xff`),
         });
-        commands.push(count(keys.waiting, current), count(keys.inbox, inbox));
+        const extra = extraMembersField("w", tenant);
+        commands.push(count(keys.waiting, current), count(keys.inbox, inbox), {
+          key: keys.waits,
+          add: (pl: ChainableCommander) => pl.hget(keys.waits, extra),
+        });
         if (k.legacyIndex) commands.push(count(keys.waiting, legacy));
       }
     }
     const replies = await execBatch(this.redis, commands);
-    const per = k.partitions * (k.legacyIndex ? 3 : 2);
+    const step = k.legacyIndex ? 4 : 3;
+    const per = k.partitions * step;
     const counts = new Map<string, TenantUsage>();
     tenants.forEach((tenant, t) => {
       let waiting = 0;
@@ -330,10 +338,14 @@ export class Quotas {
       for (let i = 0; i < per; i++) {
         const [err, n] = replies[t * per + i] ?? [null, 0];
         if (err) throw err;
-        // per partition: current waiting, inbox, then (legacy deployments) legacy waiting
-        if (i % (k.legacyIndex ? 3 : 2) === 1) buffered += Number(n);
+        // per partition: current waiting, inbox, any-of waits' extra waiting members
+        // (members, not waits), then (legacy deployments) legacy waiting
+        const at = i % step;
+        if (at === 1) buffered += Number(n);
+        else if (at === 2) waiting -= Number(n ?? 0);
         else waiting += Number(n);
       }
+      waiting = Math.max(0, waiting);
       counts.set(tenant, { waitingWaits: waiting, bufferedEvents: buffered });
     });
     return counts;
