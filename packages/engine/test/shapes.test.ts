@@ -202,6 +202,18 @@ describe("counts of any-of waits", () => {
       tenants: [{ tenant: "acme", waiting: 7, settled: 3 }, { waiting: 1 }],
       totals: { waiting: 8, settled: 3 },
     });
+    // one delivered directly (a new one: the others are past their deadline), and one resolved at its registration by a buffered event of its third type
+    await h.store.register("acme", { runId: "run-d", position: "p", eventTypes: types, correlationId: "c-d" });
+    expect((await h.store.deliver("acme", { eventType: "c.done", correlationId: "c-d" })).delivered).toHaveLength(1);
+    await matchOne(h, await ingestOne(h, event("e2", "c-new", { type: "c.done" })));
+    const spec = { runId: "run-new", position: "p", eventTypes: types, correlationId: "c-new" };
+    expect((await h.store.register("acme", spec)).wait.state).toBe("resolved");
+    expect(await counts()).toMatchObject({
+      usage: 7,
+      counted: 7,
+      tenants: [{ tenant: "acme", waiting: 7, settled: 5 }, { waiting: 1 }],
+      totals: { waiting: 8, settled: 5 },
+    });
     // removed after retention: nothing left of them in the counts, nor in the waits hashes
     h.tick(5000);
     for (const p of h.store.keys.allPartitions()) await h.store.expire(p);
