@@ -34,11 +34,11 @@
                        then names the registration context of each wait it resolved
 
   Returns
-    { OK, status, matchedWaitIds, lateWaitIds, collectedWaitIds, registrationTraces }
+    { OK, status, matchedWaitIds, lateWaitIds, collectedWaitIds?, registrationTraces }
                  status: m matched, b buffered, l late (and buffered); matchedWaitIds:
                  every wait that took the event; collectedWaitIds: those of them that
                  only collected it (a count-N wait short of N: still waiting), the
-                 others are settled; registrationTraces (only with a trace): per
+                 others are settled (absent without a trace when none); registrationTraces (only with a trace): per
                  matched wait, its record's tc ("" for none)
     { DUPLICATE, originalStreamId }               the event key belongs to another entry
     { NOT_FOUND }                                 no event record (expired): nothing to do
@@ -74,13 +74,15 @@ if ev["st"] ~= "p" then
   if ev["mo"] == "m" then
     return { C_OK, "m", ev["mw"] or {}, ev["lf"] or {}, ev["mc"] or {} }
   end
-  return { C_OK, ev["mo"] or ev["st"], {}, ev["lf"] or {}, {} }
+  return { C_OK, ev["mo"] or ev["st"], {}, ev["lf"] or {} }
 end
 
 local mk = ev["mk"]
 local at = ev["at"]
 local ref = eventRef(ev)
-local matched, late, collected = {}, {}, {}
+local matched, late = {}, {}
+-- (made only when a wait only collects the event: most matches have none)
+local collected = nil
 -- (only with a trace: no table, no reply element otherwise)
 local registrations = trace ~= "" and {} or nil
 
@@ -139,6 +141,7 @@ for pass = 1, passes do
             matched[#matched + 1] = waitId
             if record == nil then
               -- collected only: still waiting (the count of waiting waits is unchanged)
+              collected = collected or {}
               collected[#collected + 1] = waitId
             end
             if registrations then
@@ -208,9 +211,12 @@ ev["ix"] = nil -- (only the match reads them)
 ev["ik"] = nil
 if #matched > 0 then ev["mw"] = matched end
 if #late > 0 then ev["lf"] = late end
-if #collected > 0 then ev["mc"] = collected end
+ev["mc"] = collected
 saveEvent(keys.events, eventKey, ev)
 if registrations then
-  return { C_OK, ev["st"], matched, late, collected, registrations }
+  return { C_OK, ev["st"], matched, late, collected or {}, registrations }
 end
-return { C_OK, ev["st"], matched, late, collected }
+if collected then
+  return { C_OK, ev["st"], matched, late, collected }
+end
+return { C_OK, ev["st"], matched, late }

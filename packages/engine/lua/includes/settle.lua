@@ -45,8 +45,8 @@ local function settleWait(keys, waitId, wait, state, resolution, historyEntry, n
     end
     if wait["xc"] and (left > 0 or entered > 0) then
       -- the counts of its extra members (extra-members.lua countExtraMembers, written out)
-      local mk = wait["mk"]
-      local tenant = string.sub(mk, 1, skipParts(mk, 1) - 1)
+      -- (the encoded tenant: the first index key less its two 4-character digests)
+      local tenant = string.sub(ix[1], 1, -9)
       for _, c in ipairs({ { "#w", -left }, { "#d", entered } }) do
         if c[2] ~= 0 then
           for _, f in ipairs({ c[1], c[1] .. tenant }) do
