@@ -33,6 +33,7 @@
 --@include "parts"
 --@include "wait-record"
 --@include "wait-index"
+--@include "extra-members"
 --@include "event-record"
 --@include "inbox"
 --@include "expiry"
@@ -57,8 +58,18 @@ for _, member in ipairs(due) do
     local wait = loadWait(keys.waits, rest)
     if wait ~= nil then
       if wait["mx"] ~= nil then
-        -- an any-of wait: a member under each of its match keys
-        redis.call("ZREM", keys.done, unpack(waitMembers(wait, rest)))
+        -- an any-of wait: a member under each of its match keys (those of the others counted)
+        local ms = waitMembers(wait, rest)
+        if wait["xc"] then
+          local gone = 0
+          for i = 2, #ms do
+            gone = gone + redis.call("ZREM", keys.done, ms[i])
+          end
+          redis.call("ZREM", keys.done, ms[1])
+          countExtraMembers(keys.waits, wait, "d", -gone)
+        else
+          redis.call("ZREM", keys.done, unpack(ms))
+        end
       elseif redis.call("ZREM", keys.done, waitMember(wait, rest)) == 0 then
         -- indexed before the layout change
         redis.call("ZREM", keys.done, indexKey(wait["mk"], nil, true) .. waitIdBody(rest))

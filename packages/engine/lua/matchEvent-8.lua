@@ -34,9 +34,12 @@
                        then names the registration context of each wait it resolved
 
   Returns
-    { OK, status, matchedWaitIds, lateWaitIds, registrationTraces }
-                 status: m matched, b buffered, l late (and buffered); registrationTraces
-                 (only with a trace): per matched wait, its record's tc ("" for none)
+    { OK, status, matchedWaitIds, lateWaitIds, collectedWaitIds?, registrationTraces }
+                 status: m matched, b buffered, l late (and buffered); matchedWaitIds:
+                 every wait that took the event; collectedWaitIds: those of them that
+                 only collected it (a count-N wait short of N: still waiting), the
+                 others are settled (absent without a trace when none); registrationTraces (only with a trace): per
+                 matched wait, its record's tc ("" for none)
     { DUPLICATE, originalStreamId }               the event key belongs to another entry
     { NOT_FOUND }                                 no event record (expired): nothing to do
   Appends: resolved / late_event history entries, outbox entries for resolutions.
@@ -69,7 +72,7 @@ if ev["st"] ~= "p" then
   -- processed before: answer what the first run did (a buffered event may since
   -- have been taken by a registration; that is not this run's doing)
   if ev["mo"] == "m" then
-    return { C_OK, "m", ev["mw"] or {}, ev["lf"] or {} }
+    return { C_OK, "m", ev["mw"] or {}, ev["lf"] or {}, ev["mc"] or {} }
   end
   return { C_OK, ev["mo"] or ev["st"], {}, ev["lf"] or {} }
 end
@@ -78,6 +81,8 @@ local mk = ev["mk"]
 local at = ev["at"]
 local ref = eventRef(ev)
 local matched, late = {}, {}
+-- (made only when a wait only collects the event: most matches have none)
+local collected = nil
 -- (only with a trace: no table, no reply element otherwise)
 local registrations = trace ~= "" and {} or nil
 
@@ -131,8 +136,14 @@ for pass = 1, passes do
           noteLate(waitId, wait)
         elseif isShaped(wait) then
           -- collected, or resolving it (N events, a failure type); taken either way
-          if takeForShape(keys, waitId, wait, ev, ref, x, now, retentionMs, pass == 1 and member or nil, trace) then
+          local taken, record = takeForShape(keys, waitId, wait, ev, ref, x, now, retentionMs, pass == 1 and member or nil, trace)
+          if taken then
             matched[#matched + 1] = waitId
+            if record == nil then
+              -- collected only: still waiting (the count of waiting waits is unchanged)
+              collected = collected or {}
+              collected[#collected + 1] = waitId
+            end
             if registrations then
               registrations[#matched] = wait["tc"] or ""
             end
@@ -200,8 +211,12 @@ ev["ix"] = nil -- (only the match reads them)
 ev["ik"] = nil
 if #matched > 0 then ev["mw"] = matched end
 if #late > 0 then ev["lf"] = late end
+ev["mc"] = collected
 saveEvent(keys.events, eventKey, ev)
 if registrations then
-  return { C_OK, ev["st"], matched, late, registrations }
+  return { C_OK, ev["st"], matched, late, collected or {}, registrations }
+end
+if collected then
+  return { C_OK, ev["st"], matched, late, collected }
 end
 return { C_OK, ev["st"], matched, late }

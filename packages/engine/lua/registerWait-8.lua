@@ -35,6 +35,7 @@
 --@include "clock"
 --@include "wait-record"
 --@include "wait-index"
+--@include "extra-members"
 --@include "event-record"
 --@include "inbox"
 --@include "resolve-by-event"
@@ -67,6 +68,10 @@ if ARGV[5] ~= "" then
   wait["sn"] = since
 end
 local mk = wait["mk"]
+if wait["mx"] ~= nil then
+  -- an any-of wait: its other match keys' index members are counted (wait-index.lua)
+  wait["xc"] = 1
+end
 if ARGV[8] ~= "" then
   indexKey(mk, ARGV[8])
 end
@@ -119,8 +124,15 @@ if isShaped(wait) then
   end
   local record = cjson.encode(wait)
   redis.call("HSET", keys.waits, waitId, record)
-  for _, member in ipairs(waitMembers(wait, waitId)) do
-    redis.call("ZADD", keys.waiting, "0", member)
+  local extra = 0
+  for i, member in ipairs(waitMembers(wait, waitId)) do
+    local added = redis.call("ZADD", keys.waiting, "0", member)
+    if i > 1 then
+      extra = extra + added
+    end
+  end
+  if wait["xc"] then
+    countExtraMembers(keys.waits, wait, "w", extra)
   end
   if deadline ~= nil then
     redis.call("ZADD", keys.deadlines, intText(deadline), waitId)

@@ -57,8 +57,10 @@ export class EngineContext {
     readonly config: StoreConfig,
     /** the fixed clock of the transitions (tests), or undefined: Redis TIME */
     readonly clock: () => number | undefined,
+    /** the quotas whose limits this context's are (Store.withConnection), else its own */
+    quotasOf?: Quotas,
   ) {
-    this.quotas = new Quotas(redis, keys, config);
+    this.quotas = quotasOf ? quotasOf.withConnection(redis, keys) : new Quotas(redis, keys, config);
   }
 
   /**

@@ -22,7 +22,7 @@ import type { ChainableCommander } from "ioredis";
 import { type BatchCommand, execBatch } from "./batch.js";
 import type { Config, QuotasConfig, TenantQuotas } from "./config.js";
 import { encodeParts } from "./encoding.js";
-import { indexKey, legacyIndexKey } from "./formats/index-members.js";
+import { extraMembersField, indexKey, legacyIndexKey } from "./formats/index-members.js";
 import type { KeyLayout } from "./keys.js";
 import type { RedisLike } from "./redis.js";
 import { asReply, Code } from "./transitions/replies.js";
@@ -93,10 +93,21 @@ function usable(quota: keyof TenantQuotas, v: unknown): v is number {
   return quota === "waitingWaits" || quota === "bufferedEvents" ? Number.isInteger(v) && v >= 0 : v > 0;
 }
 
+/** The counter fields kept for a tenant with these limits: "w" waiting waits, "b" buffered events. */
+function keptFields(limits: TenantQuotas): string {
+  return (limits.waitingWaits !== null ? "w" : "") + (limits.bufferedEvents !== null ? "b" : "");
+}
+
 export class Quotas {
   /** the config file's own quotas of its tenants, as the file has them */
   readonly #fileQuotas = new Map<string, QuotasConfig>();
   #registry: LimitsSource | undefined;
+  /** the Quotas whose limits these are, on another connection ({@link withConnection}) */
+  #of: Quotas | undefined;
+  /** per tenant, the counts kept ({@link keptFields}) when last looked at by this process */
+  readonly #kept = new Map<string, string>();
+  /** per tenant, its counters being set right after a change of its count quotas */
+  readonly #syncing = new Map<string, Promise<void>>();
 
   constructor(
     private readonly redis: RedisLike,
@@ -108,11 +119,24 @@ export class Quotas {
 
   /** Reads the tenants' registry `limits` from `source` from now on (the process's registry view). */
   follow(source: LimitsSource): void {
-    this.#registry = source;
+    if (this.#of) this.#of.follow(source);
+    else this.#registry = source;
+  }
+
+  /**
+   * The same quotas on another connection: its limits are always this one's (the
+   * registry it follows, now or later, and the file's tenant quotas as this one read
+   * them), its counts and limiters go over `redis`.
+   */
+  withConnection(redis: RedisLike, keys: KeyLayout = this.keys): Quotas {
+    const q = new Quotas(redis, keys, { quotas: this.config.quotas, tenants: {} });
+    q.#of = this.#of ?? this;
+    return q;
   }
 
   /** The limits in force for `tenant`: registry `limits`, else the file's tenant quotas, else the defaults. */
   limits(tenant: string): TenantQuotas {
+    if (this.#of) return this.#of.limits(tenant);
     const own = this.#registry?.(tenant);
     const file = this.#fileQuotas.get(tenant);
     const defaults = this.config.quotas;
@@ -132,6 +156,7 @@ export class Quotas {
    */
   async check(req: QuotaRequest): Promise<QuotaRefusal | null> {
     const limits = this.limits(req.tenant);
+    if (req.count !== undefined) await this.sync(req.tenant);
     const countLimit = req.count === undefined ? null : limits[req.count];
     const perSec = req.rate === undefined ? null : limits[req.rate];
     const own = req.producer?.perSec ?? null;
@@ -198,6 +223,7 @@ export class Quotas {
    */
   async usage(tenant: string): Promise<TenantUsage> {
     const limits = this.limits(tenant);
+    await this.sync(tenant);
     const [w, b] = await this.redis.hmget(this.keys.tenantQuota(tenant).counts, "w", "b");
     const kept = { waitingWaits: Math.max(0, Number(w ?? 0)), bufferedEvents: Math.max(0, Number(b ?? 0)) };
     if (limits.waitingWaits !== null && limits.bufferedEvents !== null) return kept;
@@ -206,6 +232,38 @@ export class Quotas {
       waitingWaits: limits.waitingWaits !== null ? kept.waitingWaits : counted.waitingWaits,
       bufferedEvents: limits.bufferedEvents !== null ? kept.bufferedEvents : counted.bufferedEvents,
     };
+  }
+
+  /**
+   * Sets a tenant's counters right when the counts kept for it change (a count quota set
+   * or removed, through the registry or the file): a newly kept count is recounted from
+   * the indexes before it is checked (it was not kept, so its counter is stale or
+   * absent), a count no longer kept is removed. A tenant seen for the first time by this
+   * process is recounted only when a kept counter is absent (the processes that were up
+   * when its quota changed have set it). Each process does it when it sees the change;
+   * a failure is left to the next change or the recount rounds.
+   */
+  async sync(tenant: string): Promise<void> {
+    const own = this.#of ?? this;
+    const kept = keptFields(this.limits(tenant));
+    const before = own.#kept.get(tenant);
+    if (before === kept) return own.#syncing.get(tenant);
+    own.#kept.set(tenant, kept);
+    const key = this.keys.tenantQuota(tenant).counts;
+    const run = (async () => {
+      const dropped = (["w", "b"] as const).filter((f) => !kept.includes(f));
+      if (before !== undefined && dropped.length > 0) await this.redis.hdel(key, ...dropped);
+      if (kept === "") return;
+      const fresh = before === undefined ? "" : [...kept].filter((f) => !before.includes(f)).join("");
+      const absent = before === undefined ? await this.redis.hmget(key, ...kept) : [];
+      if (fresh !== "" || absent.some((v) => v === null)) await this.recount([tenant]);
+    })()
+      .catch(() => undefined)
+      .finally(() => {
+        if (own.#syncing.get(tenant) === run) own.#syncing.delete(tenant);
+      });
+    own.#syncing.set(tenant, run);
+    return run;
   }
 
   /** Tenants with a count quota (whose counters are kept): the ones `recount` needs. */
@@ -218,7 +276,8 @@ export class Quotas {
 
   /**
    * Counts the tenants' waiting waits (their ranges of every waiting index, both layouts)
-   * and buffered events (their ranges of every inbox) and sets their counters to them.
+   * and buffered events (their ranges of every inbox) and sets the counters they keep
+   * (those of their count quotas) to them.
    * Not atomic with the transitions (other slots): a change made between the count and
    * the set is lost or doubled until the next recount. Two round trips.
    */
@@ -227,7 +286,14 @@ export class Quotas {
     const sets: BatchCommand[] = [];
     for (const [tenant, c] of counts) {
       const key = this.keys.tenantQuota(tenant).counts;
-      sets.push({ key, add: (pl) => pl.hset(key, "w", c.waitingWaits, "b", c.bufferedEvents) });
+      // only the counts kept, the others removed (a count not kept goes stale: sync tells a
+      // kept one by its presence)
+      const kept = keptFields(this.limits(tenant));
+      const values = { w: c.waitingWaits, b: c.bufferedEvents };
+      const fields = [...kept].flatMap((f) => [f, values[f as "w" | "b"]]);
+      const dropped = (["w", "b"] as const).filter((f) => !kept.includes(f));
+      if (fields.length > 0) sets.push({ key, add: (pl) => pl.hset(key, ...fields) });
+      if (dropped.length > 0) sets.push({ key, add: (pl) => pl.hdel(key, ...dropped) });
     }
     if (sets.length > 0) {
       const done = await execBatch(this.redis, sets);
@@ -237,7 +303,10 @@ export class Quotas {
     return counts;
   }
 
-  /** The tenants' waiting waits and buffered events counted from the indexes (one round trip). */
+  /**
+   * The tenants' waiting waits and buffered events counted from the indexes (one round
+   * trip): an any-of wait counts once (its extra members' count is subtracted).
+   */
   async count(tenants: readonly string[]): Promise<Map<string, TenantUsage>> {
     const k = this.keys;
     const commands: BatchCommand[] = [];
@@ -251,12 +320,17 @@ export class Quotas {
           key,
           add: (pl: ChainableCommander) => pl.zlexcount(key, `[${prefix}`, `(${prefix}\xff`),
         });
-        commands.push(count(keys.waiting, current), count(keys.inbox, inbox));
+        const extra = extraMembersField("w", tenant);
+        commands.push(count(keys.waiting, current), count(keys.inbox, inbox), {
+          key: keys.waits,
+          add: (pl: ChainableCommander) => pl.hget(keys.waits, extra),
+        });
         if (k.legacyIndex) commands.push(count(keys.waiting, legacy));
       }
     }
     const replies = await execBatch(this.redis, commands);
-    const per = k.partitions * (k.legacyIndex ? 3 : 2);
+    const step = k.legacyIndex ? 4 : 3;
+    const per = k.partitions * step;
     const counts = new Map<string, TenantUsage>();
     tenants.forEach((tenant, t) => {
       let waiting = 0;
@@ -264,10 +338,14 @@ export class Quotas {
       for (let i = 0; i < per; i++) {
         const [err, n] = replies[t * per + i] ?? [null, 0];
         if (err) throw err;
-        // per partition: current waiting, inbox, then (legacy deployments) legacy waiting
-        if (i % (k.legacyIndex ? 3 : 2) === 1) buffered += Number(n);
+        // per partition: current waiting, inbox, any-of waits' extra waiting members
+        // (members, not waits), then (legacy deployments) legacy waiting
+        const at = i % step;
+        if (at === 1) buffered += Number(n);
+        else if (at === 2) waiting -= Number(n ?? 0);
         else waiting += Number(n);
       }
+      waiting = Math.max(0, waiting);
       counts.set(tenant, { waitingWaits: waiting, bufferedEvents: buffered });
     });
     return counts;

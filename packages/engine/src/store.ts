@@ -27,6 +27,8 @@ export interface StoreOptions {
    * stream ids of appended events.
    */
   clock?: () => number | undefined;
+  /** the quotas whose limits this Store's follow (withConnection), else its own from `config` */
+  quotasOf?: Quotas;
 }
 
 export class Store {
@@ -41,7 +43,7 @@ export class Store {
     this.redis = opts.redis;
     this.config = opts.config;
     this.keys = new KeyLayout(opts.prefix ?? "rdv", opts.config.partitions);
-    this.#ctx = new EngineContext(this.redis, this.keys, this.config, opts.clock ?? (() => undefined));
+    this.#ctx = new EngineContext(this.redis, this.keys, this.config, opts.clock ?? (() => undefined), opts.quotasOf);
     const ctx = this.#ctx;
     this.quotas = ctx.quotas;
     const ingest = new IngestSystem(ctx);
@@ -81,7 +83,14 @@ export class Store {
    * queued behind them.
    */
   withConnection(redis: RedisLike): Store {
-    const store = new Store({ redis, config: this.config, prefix: this.keys.prefix, clock: this.#ctx.clock });
+    const store = new Store({
+      redis,
+      config: this.config,
+      prefix: this.keys.prefix,
+      clock: this.#ctx.clock,
+      // (the limits in force are this Store's: the registry it follows, the file's tenant quotas)
+      quotasOf: this.quotas,
+    });
     // (the deployment's placement and index layout, as read from its meta: reads/meta.ts)
     store.keys.usePlacement(this.keys.placement);
     store.keys.legacyIndex = this.keys.legacyIndex;

@@ -1028,7 +1028,7 @@ describe("interleavings: minimal cases", () => {
     const h = makeStore({ partitions: 2 });
     const e1 = await send(h, "e1");
     const [first] = await h.store.match(e1.partition, [e1.entry]);
-    expect(first).toEqual({ status: "buffered", matched: [], late: [] });
+    expect(first).toEqual({ status: "buffered", matched: [], collected: [], late: [] });
     h.tick(5);
     const { wait } = await h.store.register(TENANT, spec("run-1"));
     expect(wait.resolution?.event?.id).toBe("e1");
@@ -1071,6 +1071,6 @@ describe("interleavings: minimal cases", () => {
     // the ineligible wait must not take the one slot: else e1 resolves nothing, is buffered
     // where the open wait never looks again, and the open wait times out although e1 was on time
     const [r] = await h.store.match(e1.partition, [e1.entry]);
-    expect(r).toEqual({ status: "matched", matched: [open.wait.id], late: [] });
+    expect(r).toEqual({ status: "matched", matched: [open.wait.id], collected: [], late: [] });
   });
 });

@@ -85,6 +85,28 @@ describe("count quotas", () => {
     expect((await q.usage("acme")).waitingWaits).toBe(0);
   });
 
+  it("waitingWaits: a count-N wait leaves the count once, when its Nth event resolves it, not per collected event", async () => {
+    const h = makeStore({ quotas: { waitingWaits: 10 } });
+    const q = h.store.quotas;
+    const count3 = { ...spec("r1", "rel-1"), count: 3 };
+    const wait = (await h.store.register("acme", count3)).wait;
+    await h.store.register("acme", spec("r2", "rel-2"));
+    expect((await q.usage("acme")).waitingWaits).toBe(2);
+    for (const id of ["a1", "a2"]) {
+      const r = await matchOne(h, await ingestOne(h, event(id, "rel-1")));
+      // taken by the wait, which only collected it: still waiting
+      expect(r).toMatchObject({ status: "matched", matched: [wait.id], collected: [wait.id] });
+      expect((await q.usage("acme")).waitingWaits).toBe(2);
+      h.tick(1);
+    }
+    const third = await matchOne(h, await ingestOne(h, event("a3", "rel-1")));
+    expect(third).toMatchObject({ matched: [wait.id], collected: [] });
+    expect((await h.store.getWait("acme", wait.id))?.state).toBe("resolved");
+    expect((await q.usage("acme")).waitingWaits).toBe(1);
+    // the counter agrees with the indexes
+    expect((await q.count(["acme"])).get("acme")?.waitingWaits).toBe(1);
+  });
+
   it("bufferedEvents: counted after the match; a registration that takes one and the expiry lower it", async () => {
     const h = makeStore({ retentionMs: 1000, quotas: { bufferedEvents: 2 } });
     const q = h.store.quotas;
@@ -118,6 +140,55 @@ describe("count quotas", () => {
     );
     expect(await q.usage("acme")).toEqual({ waitingWaits: 2, bufferedEvents: 1 });
     expect(q.counted(["acme"])).toEqual(["acme"]);
+  });
+
+  it("a Store on another connection keeps the counts of the limits in force: the registry's and the file's", async () => {
+    const h = makeStore({ tenants: { filed: { quotas: { waitingWaits: 5 } } } });
+    const other = h.store.withConnection(trackOpen(createRedis(redisUrl(), { name: "q-other" })));
+    // the registry is followed after the other Store was made, and the registry view
+    // replaces config.tenants (without their quotas), as at the start of a process
+    const registry = new Map<string, Record<string, number>>([["reg", { waitingWaits: 4 }]]);
+    h.store.quotas.follow((t) => registry.get(t));
+    (h.store.config as { tenants: unknown }).tenants = { filed: {}, reg: {} };
+    expect(other.quotas.limits("reg").waitingWaits).toBe(4);
+    expect(other.quotas.limits("filed").waitingWaits).toBe(5);
+    for (const tenant of ["filed", "reg"]) {
+      const w = (await h.store.register(tenant, { ...spec("r1"), timeoutMs: 10 })).wait;
+      expect((await h.store.quotas.usage(tenant)).waitingWaits).toBe(1);
+      h.tick(1000);
+      // the scheduler times out on a connection of its own
+      expect((await other.timeout(w.id)).outcome).toBe("timed_out");
+      expect((await h.store.quotas.usage(tenant)).waitingWaits).toBe(0);
+      expect(await h.redis.hget(h.store.keys.tenantQuota(tenant).counts, "w")).toBe("0");
+    }
+    other.redis.disconnect();
+  });
+
+  it("a count quota set anew is checked against the count recounted then, not a stale one; a removed one's counter goes", async () => {
+    const h = makeStore();
+    const q = h.store.quotas;
+    const key = h.store.keys.tenantQuota("acme").counts;
+    const registry = new Map<string, Record<string, number>>([["acme", { waitingWaits: 2 }]]);
+    q.follow((t) => registry.get(t));
+    const w = [];
+    for (let i = 0; i < 2; i++) w.push((await h.store.register("acme", spec(`r${i}`))).wait);
+    expect(await q.check({ tenant: "acme", count: "waitingWaits" })).toMatchObject({ usage: 2, limit: 2 });
+    // the quota removed: its counter is removed, and no longer kept while the waits settle
+    registry.set("acme", {});
+    expect(await q.check({ tenant: "acme", count: "waitingWaits" })).toBeNull();
+    expect(await h.redis.hexists(key, "w")).toBe(0);
+    for (const x of w) await h.store.cancel("acme", x.id);
+    await h.store.register("acme", spec("r9"));
+    // set again: the check sees 1 waiting wait, not a count left from before
+    registry.set("acme", { waitingWaits: 2 });
+    expect(await q.check({ tenant: "acme", count: "waitingWaits" })).toBeNull();
+    expect(await h.redis.hget(key, "w")).toBe("1");
+    expect((await q.usage("acme")).waitingWaits).toBe(1);
+    // a process that sees the tenant first, without its counter (never kept): recounted before the check
+    await h.redis.hdel(key, "w");
+    const fresh = new Store({ redis: h.redis, prefix: h.prefix, config: h.store.config });
+    fresh.quotas.follow((t) => (t === "acme" ? { waitingWaits: 1 } : undefined));
+    expect(await fresh.quotas.check({ tenant: "acme", count: "waitingWaits" })).toMatchObject({ usage: 1, limit: 1 });
   });
 
   it("a tenant without count quotas has no counters written; its usage is counted from the indexes", async () => {

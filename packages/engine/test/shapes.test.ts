@@ -4,7 +4,7 @@
  */
 import { isRendezvousError } from "@rendezvous/protocol";
 import { describe, expect, it } from "vitest";
-import { ensurePartitionCount, explainWait, listWaits, Store } from "../src/index.js";
+import { ensurePartitionCount, explainWait, listWaits, PartitionReader, Store } from "../src/index.js";
 import { event, type Harness, ingestOne, makeStore, matchOne } from "./helpers.js";
 
 const SETTLED = "payment.settled";
@@ -157,6 +157,74 @@ describe("any-of", () => {
     expect(same.created).toBe(false);
     expect(same.wait.id).toBe(plain.wait.id);
     expect(plain.wait.eventTypes).toBeUndefined();
+  });
+});
+
+describe("counts of any-of waits", () => {
+  it("an any-of wait counts once in the quota count, the recount, the per-tenant and the total counts", async () => {
+    const h = makeStore({ retentionMs: 1000, quotas: { waitingWaits: 20 } });
+    const q = h.store.quotas;
+    const reader = new PartitionReader(h.store);
+    const types = ["a.done", "b.done", "c.done"];
+    const waits = [];
+    for (let i = 0; i < 10; i++) {
+      expect(await q.check({ tenant: "acme", count: "waitingWaits" })).toBeNull();
+      const spec = { runId: `run-${i}`, position: "p", eventTypes: types, correlationId: `c-${i}`, timeoutMs: 60_000 };
+      waits.push((await h.store.register("acme", spec)).wait);
+    }
+    await h.store.register("other", { runId: "r", position: "p", eventTypes: types, correlationId: "c-0" });
+    const counts = async () => ({
+      usage: (await q.usage("acme")).waitingWaits,
+      counted: (await q.count(["acme"])).get("acme")?.waitingWaits,
+      tenants: await reader.countWaits(["acme", "other"]),
+      totals: await reader.waitTotals(),
+    });
+    expect(await counts()).toEqual({
+      usage: 10,
+      counted: 10,
+      tenants: [
+        { tenant: "acme", waiting: 10, settled: 0 },
+        { tenant: "other", waiting: 1, settled: 0 },
+      ],
+      totals: { waiting: 11, settled: 0 },
+    });
+    // the recount agrees: 10 waiting waits, not 30, so the quota of 20 still admits one
+    expect((await q.recount(["acme"])).get("acme")?.waitingWaits).toBe(10);
+    expect(await q.check({ tenant: "acme", count: "waitingWaits" })).toBeNull();
+    // resolved by an event of its second type, cancelled, timed out: each one settled wait
+    await matchOne(h, await ingestOne(h, event("e1", "c-0", { type: "b.done" })));
+    await h.store.cancel("acme", waits[1]?.id as string);
+    h.tick(60_001);
+    expect((await h.store.timeout(waits[2]?.id as string)).outcome).toBe("timed_out");
+    expect(await counts()).toMatchObject({
+      usage: 7,
+      counted: 7,
+      tenants: [{ tenant: "acme", waiting: 7, settled: 3 }, { waiting: 1 }],
+      totals: { waiting: 8, settled: 3 },
+    });
+    // one delivered directly (a new one: the others are past their deadline), and one resolved at its registration by a buffered event of its third type
+    await h.store.register("acme", { runId: "run-d", position: "p", eventTypes: types, correlationId: "c-d" });
+    expect((await h.store.deliver("acme", { eventType: "c.done", correlationId: "c-d" })).delivered).toHaveLength(1);
+    await matchOne(h, await ingestOne(h, event("e2", "c-new", { type: "c.done" })));
+    const spec = { runId: "run-new", position: "p", eventTypes: types, correlationId: "c-new" };
+    expect((await h.store.register("acme", spec)).wait.state).toBe("resolved");
+    expect(await counts()).toMatchObject({
+      usage: 7,
+      counted: 7,
+      tenants: [{ tenant: "acme", waiting: 7, settled: 5 }, { waiting: 1 }],
+      totals: { waiting: 8, settled: 5 },
+    });
+    // removed after retention: nothing left of them in the counts, nor in the waits hashes
+    h.tick(5000);
+    for (const p of h.store.keys.allPartitions()) await h.store.expire(p);
+    expect(await counts()).toMatchObject({
+      tenants: [{ tenant: "acme", waiting: 7, settled: 0 }, { waiting: 1 }],
+      totals: { waiting: 8, settled: 0 },
+    });
+    for (const p of h.store.keys.allPartitions()) {
+      const fields = await h.redis.hkeys(h.store.keys.partition(p).waits);
+      expect(fields.filter((f) => f.startsWith("#d"))).toEqual([]);
+    }
   });
 });
 

@@ -132,7 +132,7 @@ describe("match", () => {
     const first = await matchOne(h, ev);
     h.tick(5);
     const second = await matchOne(h, ev);
-    expect(first).toEqual({ status: "matched", matched: [wait.id], late: [] });
+    expect(first).toEqual({ status: "matched", matched: [wait.id], collected: [], late: [] });
     expect(second).toEqual(first);
     const now = await h.store.getWait("acme", wait.id);
     expect(now?.history.filter((x) => x.what === "resolved")).toHaveLength(1);

@@ -103,10 +103,12 @@ export class Matcher {
       const acceptedMs = Number(events[i]?.streamId.split("-")[0]);
       m.matchLatency.observe(Math.max(0, now - acceptedMs) / 1000);
       const event = events[i];
-      if (r.matched.length > 0 && event) {
+      // (the waits that only collected the event, count-N waits short of N, are not resolved)
+      const resolved = r.matched.length - r.collected.length;
+      if (resolved > 0 && event) {
         // the event key's first part is its tenant, the tenant of every wait it resolved
         const [tenant = ""] = decodeParts(event.eventKey, 1);
-        m.resolutions.inc({ kind: "event", tenant }, r.matched.length);
+        m.resolutions.inc({ kind: "event", tenant }, resolved);
       }
       if (r.late.length > 0) m.lateEvents.inc(r.late.length);
     });

@@ -49,12 +49,15 @@ describe("quota recount", () => {
     // "rated" has a rate only: no count to keep; the file's tenant keeps its file quota
     expect(await recount.step(store, ["made", "rated", "filed"], 1000, 0)).toBe(2);
     expect(await store.redis.hget(store.keys.tenantQuota("made").counts, "w")).toBe("1");
-    expect(await store.redis.hget(store.keys.tenantQuota("filed").counts, "w")).toBe("0");
+    // (the file's tenant keeps bufferedEvents only: its stale "w" is removed)
+    expect(await store.redis.hmget(store.keys.tenantQuota("filed").counts, "w", "b")).toEqual([null, "0"]);
     expect(await store.redis.hget(store.keys.tenantQuota("rated").counts, "w")).toBe("7");
     // a count quota set through the API later: the next round covers the tenant
     registry.set("rated", { hostRequestsPerSec: 9, bufferedEvents: 100 });
     expect(await recount.step(store, ["made", "rated", "filed"], 1000, 1000)).toBe(3);
-    expect(await store.redis.hget(store.keys.tenantQuota("rated").counts, "w")).toBe("0");
+    expect(await store.redis.hget(store.keys.tenantQuota("rated").counts, "b")).toBe("0");
+    // the counts a tenant has no quota on are not kept: removed, not left to go stale
+    expect(await store.redis.hget(store.keys.tenantQuota("rated").counts, "w")).toBeNull();
     store.redis.disconnect();
   });
 });

@@ -46,6 +46,31 @@ describe("matcher + dispatcher", () => {
     }
   });
 
+  it("counts a count-N wait in rendezvous_resolutions_total once, when its Nth event resolves it", async () => {
+    const res = makeResources();
+    const matcher = new Matcher(res, { blockMs: 100 });
+    await matcher.start();
+    const resolutions = async () =>
+      (await res.metrics.resolutions.get()).values.find((v) => v.labels.kind === "event" && v.labels.tenant === "acme")
+        ?.value ?? 0;
+    try {
+      const { wait } = await res.store.register("acme", spec("run-1", "job-1", { count: 3 }));
+      for (const id of ["e1", "e2", "e3"]) {
+        await res.store.ingest("acme", "svc", [ev(id, "job-1")]);
+        await eventually(async () => {
+          const w = await res.store.getWait("acme", wait.id);
+          return w && (w.collected?.length === (id === "e3" ? 0 : Number(id.slice(1))) || w.state !== "waiting");
+        });
+        // only collected (still waiting): not a resolution
+        if (id !== "e3") expect(await resolutions()).toBe(0);
+      }
+      expect((await res.store.getWait("acme", wait.id))?.state).toBe("resolved");
+      expect(await resolutions()).toBe(1);
+    } finally {
+      await matcher.stop();
+    }
+  });
+
   it("claims the pending entries of a dead matcher after claimIdleMs and trims processed entries", async () => {
     const res = makeResources({ partitions: 1 });
     const k = res.store.keys.partition(0);

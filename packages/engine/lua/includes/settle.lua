@@ -34,10 +34,28 @@ local function settleWait(keys, waitId, wait, state, resolution, historyEntry, n
         ix[#ix + 1] = indexKey(mk)
       end
     end
-    for _, ik in ipairs(ix) do
+    local left, entered = 0, 0
+    for i, ik in ipairs(ix) do
       local m = ik .. body
-      redis.call("ZREM", keys.waiting, m)
-      redis.call("ZADD", keys.done, "0", m)
+      local gone = redis.call("ZREM", keys.waiting, m)
+      local added = redis.call("ZADD", keys.done, "0", m)
+      if i > 1 then
+        left, entered = left + gone, entered + added
+      end
+    end
+    if wait["xc"] and (left > 0 or entered > 0) then
+      -- the counts of its extra members (extra-members.lua countExtraMembers, written out)
+      -- (the encoded tenant: the first index key less its two 4-character digests)
+      local tenant = string.sub(ix[1], 1, -9)
+      for _, c in ipairs({ { "#w", -left }, { "#d", entered } }) do
+        if c[2] ~= 0 then
+          for _, f in ipairs({ c[1], c[1] .. tenant }) do
+            if redis.call("HINCRBY", keys.waits, f, c[2]) <= 0 then
+              redis.call("HDEL", keys.waits, f)
+            end
+          end
+        end
+      end
     end
   else
     if member then

@@ -28,6 +28,8 @@ export interface RawEvent {
   at: number;
   st: "p" | "m" | "b" | "l" | "x";
   mw?: string[];
+  /** the waits of `mw` that only collected the event (count-N waits short of N), as the match answers them */
+  mc?: string[];
   lf?: string[];
 }
 

@@ -6,7 +6,10 @@
  * - wait-index member (waiting, done): "<index key><position digest 16>", the index key
  *   being the encoded tenant + 4 + 4 digest characters; members written before
  *   2026-12-01 carry the 12-character legacy index key (docs/architecture.md);
- * - run-index member: "<run digest 4><position digest 16><partition tag 3><defHash 5>".
+ * - run-index member: "<run digest 4><position digest 16><partition tag 3><defHash 5>";
+ * - an any-of wait has a wait-index member per match key: those of its other match keys
+ *   (all but the first) are counted in fields of the partition's waits hash (see
+ *   {@link extraMembersField}), which a count of waits by index members subtracts.
  */
 import { hash } from "node:crypto";
 import { digest, encodeParts } from "../encoding.js";
@@ -144,4 +147,16 @@ export function parseRunMember(member: string): { runPosition: string; partition
 export function waitIdOfRunMember(member: string): string {
   const { partition } = parseRunMember(member);
   return waitIdOf(partition, member.slice(RUN_DIGEST_LENGTH, RUN_POSITION_LENGTH));
+}
+
+/**
+ * The field of a partition's waits hash that counts the extra members (one per match
+ * key after the first) of its any-of waits in the waiting (`w`) or done (`d`) index: of
+ * the partition, or of one tenant (the same as countExtraMembers in
+ * lua/includes/wait-index.lua; absent: 0). Wait ids start with "w<digit>", so the
+ * fields are apart from the records. Waits registered before these counters have
+ * none: their extra members are counted as waits until they leave the index.
+ */
+export function extraMembersField(index: "w" | "d", tenant?: string): string {
+  return tenant === undefined ? `#${index}` : `#${index}${encodeParts(tenant)}`;
 }

@@ -38,6 +38,8 @@ export interface RawWait {
   mx?: string[];
   /** any-of: the index keys of all its match keys (`mk` first): its index members' prefixes */
   ixs?: string[];
+  /** any-of: 1 when its other match keys' index members are counted (formats/index-members.ts extraMembersField) */
+  xc?: 1;
   /** count: the number of distinct events that resolve it (absent: 1) */
   n?: number;
   /** the match keys of the failure types */

@@ -8,7 +8,7 @@
 import type { ChainableCommander } from "ioredis";
 import { type BatchCommand, execBatch } from "../batch.js";
 import { decodeParts, encodeParts } from "../encoding.js";
-import { indexKey, legacyIndexKey } from "../formats/index-members.js";
+import { extraMembersField, indexKey, legacyIndexKey } from "../formats/index-members.js";
 import { iso } from "../formats/iso.js";
 import type { ListLease } from "../list-gate.js";
 import type { Store } from "../store.js";
@@ -37,41 +37,55 @@ export interface TenantWaitCounts {
  * tenant (O(log n) each), under the tenant's index key (exact: it is the encoded
  * tenant), twice that while the indexes may hold legacy members (KeyLayout.legacyIndex):
  * also under its legacy one (waits indexed before 2026-12-01: a legacy digest
- * two tenants share counts the waits of both, until those waits leave by retention).
+ * two tenants share counts the waits of both, until those waits leave by retention);
+ * and one HMGET per partition of the counts of any-of waits' extra members
+ * (formats/index-members.ts extraMembersField), subtracted: an any-of wait counts once.
  */
 export async function countWaits(src: ReaderSource, tenants: string[]): Promise<TenantWaitCounts[]> {
   const k = src.keys;
   const commands: BatchCommand[] = tenants.flatMap((tenant) => {
     const prefixes = k.legacyIndex ? [indexKey(tenant), legacyIndexKey(tenant)] : [indexKey(tenant)];
+    const extra = [extraMembersField("w", tenant), extraMembersField("d", tenant)];
     return k.allPartitions().flatMap((p) => {
       const keys = k.partition(p);
-      return prefixes.flatMap((prefix) =>
-        [keys.waiting, keys.done].map((key) => ({
-          key,
-          add: (pl: ChainableCommander) => pl.zlexcount(key, `[${prefix}`, `(${prefix}\xff`),
-        })),
-      );
+      return [
+        ...prefixes.flatMap((prefix) =>
+          [keys.waiting, keys.done].map((key) => ({
+            key,
+            add: (pl: ChainableCommander) => pl.zlexcount(key, `[${prefix}`, `(${prefix}\xff`),
+          })),
+        ),
+        { key: keys.waits, add: (pl: ChainableCommander) => pl.hmget(keys.waits, ...extra) },
+      ];
     });
   });
   const replies = await execBatch(src.redis, commands);
-  const per = k.partitions * 2 * (k.legacyIndex ? 2 : 1);
+  // per partition: (waiting, done) per prefix, then the extra members (waiting, done)
+  const step = 2 * (k.legacyIndex ? 2 : 1) + 1;
+  const per = k.partitions * step;
   return tenants.map((tenant, t) => {
     let waiting = 0;
     let settled = 0;
     for (let i = 0; i < per; i++) {
       const [err, n] = replies[t * per + i] ?? [null, 0];
       if (err) throw err;
-      if (i % 2 === 0) waiting += Number(n);
+      const at = i % step;
+      if (at === step - 1) {
+        const [w, d] = (n as Array<string | null>) ?? [];
+        waiting -= Number(w ?? 0);
+        settled -= Number(d ?? 0);
+      } else if (at % 2 === 0) waiting += Number(n);
       else settled += Number(n);
     }
-    return { tenant, waiting, settled };
+    return { tenant, waiting: Math.max(0, waiting), settled: Math.max(0, settled) };
   });
 }
 
 /**
  * Waiting and settled (still retained) waits of the deployment, from the index
- * cardinalities (ZCARD per partition, one pipelined round trip). A partition whose
- * read fails counts 0: the metrics scrape reports what it could read.
+ * cardinalities (ZCARD per partition, one pipelined round trip) less the any-of waits'
+ * extra members (formats/index-members.ts extraMembersField). A partition whose read
+ * fails counts 0: the metrics scrape reports what it could read.
  */
 export async function waitTotals(src: ReaderSource): Promise<{ waiting: number; settled: number }> {
   const results = await execBatch(
@@ -81,15 +95,25 @@ export async function waitTotals(src: ReaderSource): Promise<{ waiting: number; 
       return [
         { key: k.waiting, add: (pl: ChainableCommander) => pl.zcard(k.waiting) },
         { key: k.done, add: (pl: ChainableCommander) => pl.zcard(k.done) },
+        {
+          key: k.waits,
+          add: (pl: ChainableCommander) => pl.hmget(k.waits, extraMembersField("w"), extraMembersField("d")),
+        },
       ];
     }),
   );
   let waiting = 0;
   let settled = 0;
-  results.forEach(([, n], i) => {
-    if (i % 2 === 0) waiting += Number(n ?? 0);
-    else settled += Number(n ?? 0);
-  });
+  const reply = (i: number): [Error | null, unknown] => (results[i] as [Error | null, unknown]) ?? [null, null];
+  for (let i = 0; i < results.length; i += 3) {
+    const [ew, w] = reply(i);
+    const [ed, d] = reply(i + 1);
+    const [ex, extra] = reply(i + 2);
+    // (a partition read in part counts what was read: its extra members only with its index)
+    const [xw = 0, xd = 0] = ex ? [] : ((extra as Array<string | null>) ?? []).map((v) => Number(v ?? 0));
+    if (!ew) waiting += Math.max(0, Number(w ?? 0) - xw);
+    if (!ed) settled += Math.max(0, Number(d ?? 0) - xd);
+  }
   return { waiting, settled };
 }
 

@@ -9,7 +9,7 @@ import { tagPartition, waitIdPrefix } from "../formats/index-members.js";
 import type { CountDelta } from "../quotas.js";
 import { expireRecordsCall, expireRecordsResult } from "../transitions/expireRecords.js";
 import { forgetRunPositionsCall } from "../transitions/forgetRunPositions.js";
-import { type MatchResult, matchEventCall, matchEventResult } from "../transitions/matchEvent.js";
+import { type MatchResult, matchEventCall, matchEventResult, settledCount } from "../transitions/matchEvent.js";
 import type { Reply } from "../transitions/replies.js";
 import { type TimeoutResult, timeoutWaitCall, timeoutWaitResult } from "../transitions/timeoutWait.js";
 
@@ -42,13 +42,15 @@ export class ResolutionSystem {
       ),
     );
     const results = replies.map(matchEventResult);
-    // the tenants' counts: waits it resolved leave `waiting`, an event it buffered is buffered
+    // the tenants' counts: waits it resolved leave `waiting` (not those that only collected
+    // the event), an event it buffered is buffered
     const deltas = new Map<string, CountDelta>();
     results.forEach((r, i) => {
       if (r.status !== "matched" && r.status !== "buffered" && r.status !== "late") return;
       const [tenant = ""] = decodeParts((entries[i] as { eventKey: string }).eventKey, 1);
       const d = deltas.get(tenant) ?? {};
-      if (r.matched.length > 0) d.waiting = (d.waiting ?? 0) - r.matched.length;
+      const settled = settledCount(r);
+      if (settled > 0) d.waiting = (d.waiting ?? 0) - settled;
       if (r.status !== "matched") d.buffered = (d.buffered ?? 0) + 1;
       deltas.set(tenant, d);
     });

@@ -8,7 +8,10 @@ import { clock, type ScriptCall, transitionCall } from "./run.js";
 export interface MatchResult {
   /** matched / buffered / late; duplicate = the event key belongs to another entry; missing = no record */
   status: "matched" | "buffered" | "late" | "duplicate" | "missing";
+  /** every wait that took the event: the settled ones and the `collected` ones */
   matched: string[];
+  /** the waits of `matched` that only collected the event (a count-N wait short of N: still waiting) */
+  collected: string[];
   late: string[];
   /** with a trace: the registration trace context text of each matched wait ("" for none) */
   registrations?: string[];
@@ -38,13 +41,23 @@ export function matchEventCall(k: PartitionKeys, a: MatchEventArgs): ScriptCall 
   });
 }
 
-export function matchEventResult([code, status, matched, late, registrations]: Reply): MatchResult {
-  if (code === Code.DUPLICATE) return { status: "duplicate", matched: [], late: [] };
-  if (code === Code.NOT_FOUND) return { status: "missing", matched: [], late: [] };
+/** The waits a match settled: those that took the event less those that only collected it. */
+export function settledCount(r: MatchResult): number {
+  return r.matched.length - r.collected.length;
+}
+
+export function matchEventResult([code, status, matched, late, collected, registrations]: Reply): MatchResult {
+  if (code === Code.DUPLICATE) return { status: "duplicate", matched: [], collected: [], late: [] };
+  if (code === Code.NOT_FOUND) return { status: "missing", matched: [], collected: [], late: [] };
   if (code !== Code.OK) throw failure(code);
   const s = status === "m" ? "matched" : status === "b" ? "buffered" : status === "l" ? "late" : null;
   if (!s) throw new RendezvousError("internal", `matchEvent: status ${String(status)}`);
-  const result: MatchResult = { status: s, matched: (matched as string[]) ?? [], late: (late as string[]) ?? [] };
+  const result: MatchResult = {
+    status: s,
+    matched: (matched as string[]) ?? [],
+    collected: (collected as string[]) ?? [],
+    late: (late as string[]) ?? [],
+  };
   if (Array.isArray(registrations) && registrations.length > 0) result.registrations = registrations as string[];
   return result;
 }
