@@ -10,10 +10,12 @@ import type { Resources } from "@rendezvous/engine";
 import { RendezvousError } from "@rendezvous/protocol";
 import { Queue } from "bullmq";
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
+import { currentQueueNames, type QueueNames } from "./queue-metrics.js";
 
 export interface AdminQueuesOptions {
   res: Resources;
-  queueNames: string[];
+  /** a function: the queues as they are now (a tenant created at run time shows on its next request) */
+  queueNames: QueueNames;
 }
 
 const BASE = "/admin/queues";
@@ -43,9 +45,19 @@ export const adminQueues: FastifyPluginAsync<AdminQueuesOptions> = async (app, o
   const { res } = opts;
   const expected = res.config.adminToken ? digest(res.config.adminToken) : undefined;
   const connection = res.connect("bull-board", { blocking: true });
-  const queues = opts.queueNames.map((name) => new Queue(name, { connection, prefix: res.queuePrefix }));
+  const queues = new Map<string, Queue>();
+  const newQueues = (): Queue[] => {
+    const added: Queue[] = [];
+    for (const name of currentQueueNames(opts.queueNames)) {
+      if (queues.has(name)) continue;
+      const q = new Queue(name, { connection, prefix: res.queuePrefix });
+      queues.set(name, q);
+      added.push(q);
+    }
+    return added;
+  };
   app.addHook("onClose", async () => {
-    await Promise.all(queues.map((q) => q.close()));
+    await Promise.all([...queues.values()].map((q) => q.close()));
   });
 
   await app.register(async (scope) => {
@@ -59,11 +71,15 @@ export const adminQueues: FastifyPluginAsync<AdminQueuesOptions> = async (app, o
     });
     const serverAdapter = new FastifyAdapter();
     serverAdapter.setBasePath(BASE);
-    createBullBoard({
-      queues: queues.map((q) => new BullMQAdapter(q)),
+    const board = createBullBoard({
+      queues: newQueues().map((q) => new BullMQAdapter(q)),
       serverAdapter,
       // the way back: waits are not jobs, the console explains them
       options: { uiConfig: { miscLinks: [{ text: "Rendezvous console", url: "/console/" }] } },
+    });
+    // queues of tenants created since (the registry): added before the board answers
+    scope.addHook("preHandler", async () => {
+      for (const q of newQueues()) board.addQueue(new BullMQAdapter(q));
     });
     await scope.register(serverAdapter.registerPlugin(), { prefix: BASE });
   });

@@ -26,7 +26,7 @@ import { DEFAULT_HTTP_LIMITS, type HttpLimits, limitOptions } from "./limits.js"
 import { openapiOptions, recordRoutes } from "./openapi.js";
 import { installProcessMetrics, opsRoutes } from "./ops.js";
 import { ingestRoutes } from "./producers/routes.js";
-import { installQueueGauges } from "./queue-metrics.js";
+import { installQueueGauges, type QueueNames } from "./queue-metrics.js";
 import { lazyChildLogger } from "./request-logger.js";
 import { traceRequests } from "./request-tracing.js";
 import { tenantUsageRoutes } from "./tenant-usage.js";
@@ -45,8 +45,8 @@ export interface AppDeps {
   api?: boolean;
   /** makes sure a timeout bucket job will fire at a new wait's deadline (`TimeoutPlanner.plan`) */
   scheduleTimeout?: (deadlineMs: number) => Promise<unknown>;
-  /** BullMQ queue names shown in Bull Board */
-  queueNames?: string[];
+  /** BullMQ queue names shown in Bull Board, the queue gauges and the console (a function: as they are now) */
+  queueNames?: QueueNames;
   /** connection-level limits @defaultValue DEFAULT_HTTP_LIMITS */
   limits?: HttpLimits;
   /**

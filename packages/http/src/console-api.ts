@@ -21,6 +21,7 @@ import { authenticateHost, type CredentialIndex, type HostIdentity, readTenant }
 import { HttpFiguresSchema, QueueFiguresSchema, queueFigures } from "./console-figures.js";
 import { httpFigures, latenessOf, rates, resolutionsOf, type Sampler } from "./console-stats.js";
 import { ListQuery, leaseUntilSent } from "./host-routes.js";
+import type { QueueNames } from "./queue-metrics.js";
 
 export interface ConsoleApiOptions {
   res: Resources;
@@ -29,7 +30,7 @@ export interface ConsoleApiOptions {
   /** where Bull Board is mounted */
   boardPath: string;
   /** the deployment's BullMQ queues (the overview's queue depths) */
-  queueNames: readonly string[];
+  queueNames: QueueNames;
 }
 
 const errors = errorResponses(400, 401, 404, 503);

@@ -7,7 +7,14 @@
 import type { Resources } from "@rendezvous/engine";
 import { continuationQueueName } from "@rendezvous/protocol";
 import { z } from "zod";
-import { type QueueSample, type QueueSampler, queueSampler } from "./queue-metrics.js";
+import {
+  currentQueueNames,
+  namesAnyQueue,
+  type QueueNames,
+  type QueueSample,
+  type QueueSampler,
+  queueSampler,
+} from "./queue-metrics.js";
 
 /** The names of the queues shared by every tenant (the timeout planner's and the dispatcher's). */
 const SHARED = ["webhooks", "timeouts"] as const;
@@ -73,13 +80,13 @@ function queuesOfTenant(res: Resources, tenant: string): string[] {
  */
 export function queueFigures(
   res: Resources,
-  queueNames: readonly string[],
+  queueNames: QueueNames,
 ): (tenants: readonly string[], shared: boolean) => Promise<QueueFigures> {
-  const sample: QueueSampler | null = queueNames.length > 0 ? queueSampler(res, queueNames) : null;
-  const known = new Set(queueNames);
+  const sample: QueueSampler | null = namesAnyQueue(queueNames) ? queueSampler(res, queueNames) : null;
   return async (tenants, shared) => {
     const read = sample ? await sample() : null;
     if (!read) return null;
+    const known = new Set(currentQueueNames(queueNames));
     const mine = tenants.flatMap((t) => queuesOfTenant(res, t)).filter((q) => known.has(q));
     const each = mine.map((queue) => ({ queue, ...figuresOf(read.samples.get(queue), read.at) }));
     const sum = { queues: each.length, ...figuresOf(undefined, read.at) };

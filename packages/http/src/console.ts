@@ -16,6 +16,7 @@ import type { CredentialIndex } from "./auth.js";
 import { consoleApi } from "./console-api.js";
 import { startSampler } from "./console-stats.js";
 import { redisUnavailable, sendApiError } from "./http-errors.js";
+import type { QueueNames } from "./queue-metrics.js";
 
 export interface ConsoleOptions {
   res: Resources;
@@ -23,7 +24,7 @@ export interface ConsoleOptions {
   /** where Bull Board is mounted (linked from the console) */
   boardPath: string;
   /** the deployment's BullMQ queues (the overview's queue depths) @defaultValue [] */
-  queueNames?: readonly string[];
+  queueNames?: QueueNames;
 }
 
 export const CONSOLE_PATH = "/console";

@@ -85,6 +85,22 @@ export interface QueueRead {
 /** The last read, or a new one when it is a second old; null when Redis is down or the read failed. */
 export type QueueSampler = () => Promise<QueueRead | null>;
 
+/**
+ * The queues a process shows: a fixed list, or a function giving them now (the continuation
+ * queues of the tenants the registry holds, which change at run time).
+ */
+export type QueueNames = readonly string[] | (() => readonly string[]);
+
+/** The queue names as they are now. */
+export function currentQueueNames(queues: QueueNames): readonly string[] {
+  return typeof queues === "function" ? queues() : queues;
+}
+
+/** Whether `queues` can ever name a queue (a fixed empty list cannot). */
+export function namesAnyQueue(queues: QueueNames): boolean {
+  return typeof queues === "function" || queues.length > 0;
+}
+
 const samplers = new WeakMap<object, QueueSampler>();
 const installed = new WeakSet<object>();
 
@@ -92,7 +108,7 @@ const installed = new WeakSet<object>();
  * The process's read of `queues` (one per registry: the first caller's queue list), shared by
  * the gauges and the console's overview, so that neither makes more than a read a second.
  */
-export function queueSampler(res: Resources, queues: readonly string[], now = Date.now): QueueSampler {
+export function queueSampler(res: Resources, queues: QueueNames, now = Date.now): QueueSampler {
   const registry = res.metrics.registry;
   const known = samplers.get(registry);
   if (known) return known;
@@ -101,7 +117,7 @@ export function queueSampler(res: Resources, queues: readonly string[], now = Da
     if (res.redis.status !== "ready") return null; // keep the last values rather than hang the scrape
     const t = now();
     if (!last || t - last.at >= QUEUE_SAMPLE_MS) {
-      const read = readQueueCounts(res, queues);
+      const read = readQueueCounts(res, currentQueueNames(queues));
       last = { at: t, read };
       read.catch(() => {
         if (last?.read === read) last = undefined; // the next scrape reads again
@@ -118,9 +134,9 @@ export function queueSampler(res: Resources, queues: readonly string[], now = Da
 }
 
 /** Registers the gauge on the resources' registry (once per registry). */
-export function installQueueGauges(res: Resources, queues: readonly string[], now = Date.now): void {
+export function installQueueGauges(res: Resources, queues: QueueNames, now = Date.now): void {
   const registry = res.metrics.registry;
-  if (queues.length === 0 || installed.has(registry)) return;
+  if (!namesAnyQueue(queues) || installed.has(registry)) return;
   installed.add(registry);
   const sample = queueSampler(res, queues, now);
   // both collect from one read (prom-client collects the metrics of a scrape concurrently)

@@ -155,13 +155,29 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
     // the API plans the timeout bucket jobs of new waits: with the local scheduler's planner, or one of its own
     const planner = roles.scheduler?.planner ?? (serveApi ? new TimeoutPlanner(res) : undefined);
     const names = serveApi ? ["api", ...workerRoles] : [...workerRoles];
+    // the queues shown (Bull Board, gauges, console): the registry replaces config.tenants on a
+    // change, so they are worked out again when that object is another
+    let namedFor: unknown;
+    let shownQueues: readonly string[] = [];
+    const queueNames = (): readonly string[] => {
+      if (res.config.tenants !== namedFor) {
+        namedFor = res.config.tenants;
+        try {
+          shownQueues = [TIMEOUT_QUEUE, WEBHOOK_QUEUE, ...continuationQueues(res.config.tenants)];
+        } catch (err) {
+          // two queue names alike (the registry refuses them): the last good list stays
+          log.warn({ err: (err as Error).message }, "continuation queues of the registry's tenants");
+        }
+      }
+      return shownQueues;
+    };
     const app = await buildApp({
       res,
       roles: names,
       running: () => roles.running(),
       api: serveApi,
       scheduleTimeout: planner ? (deadline) => planner.plan([{ deadline }]) : undefined,
-      queueNames: [TIMEOUT_QUEUE, WEBHOOK_QUEUE, ...continuationQueues(config.tenants)],
+      queueNames,
       accessLog: env.RENDEZVOUS_ACCESS_LOG,
       processMetrics: true,
       registry: serveApi ? new RegistryAdmin(registry.store, key) : undefined,

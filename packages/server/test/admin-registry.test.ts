@@ -192,6 +192,18 @@ describe("the registry across processes", () => {
     );
   });
 
+  it("the tenant created at run time shows in Bull Board and the queue gauges of both APIs, no restart", async () => {
+    const queue = `continuations.${TENANT}`;
+    for (const url of apis()) {
+      await until(async () => {
+        const board = await request(url, "GET", "/admin/queues/api/queues", { headers: bearer(ADMIN) });
+        const metrics = await request(url, "GET", "/metrics");
+        const names = ((board.body?.queues ?? []) as Array<{ name: string }>).map((q) => q.name);
+        return (names.includes(queue) && metrics.text.includes(`queue="${queue}"`)) || undefined;
+      }, 10_000);
+    }
+  });
+
   it("rotate with an overlap: both keys work on both APIs until the window ends, then only the new one", async () => {
     const r = await admin.post(`/v1/admin/tenants/${TENANT}/host-keys/${hostKeyId}/rotate`, { overlapSeconds: 2 });
     expect(r.status, r.text).toBe(201);
