@@ -3,10 +3,9 @@
  * calls a workflow engine or agent runtime makes, and the reads operators make.
  */
 
-import { isRetryableStatus, RendezvousApiError, RendezvousNetworkError } from "./errors.js";
-import { errorBody } from "./producer.js";
+import { jsonAttempt } from "./attempt.js";
 import { type DeliverRequest, type LaunchAndWaitRequest, type WaitForRequest, waitSpecOf } from "./requests.js";
-import { type Attempt, type RetryOptions, withRetry } from "./retry.js";
+import { type RetryOptions, withRetry } from "./retry.js";
 import { resultOf, type WaitResult } from "./tokens.js";
 import { injectActive, otel } from "./tracing.js";
 import type { EventRecord, Explanation, IssuedToken, Wait, WaitSpec, WaitState } from "./wire.js";
@@ -255,25 +254,10 @@ export class HostClient {
     if (body !== undefined) headers["content-type"] = "application/json";
     // the caller's trace context, when @opentelemetry/api is installed (docs/api.md, Tracing in the client)
     injectActive(await otel(), headers);
-    return withRetry(async (): Promise<Attempt<{ status: number; body: unknown }>> => {
-      let res: Response;
-      try {
-        res = await this.#fetch(url, {
-          method,
-          headers,
-          body: body === undefined ? undefined : JSON.stringify(body),
-          signal: call.signal
-            ? AbortSignal.any([call.signal, AbortSignal.timeout(timeoutMs)])
-            : AbortSignal.timeout(timeoutMs),
-        });
-      } catch (cause) {
-        if (call.signal?.aborted) throw cause; // the caller gave up: no retry
-        return { done: false, error: new RendezvousNetworkError(`cannot reach ${url}`, { cause }) };
-      }
-      if (res.ok) return { done: true, value: { status: res.status, body: await res.json() } };
-      const error = new RendezvousApiError(res.status, await errorBody(res));
-      if (isRetryableStatus(res.status)) return { done: false, error };
-      throw error;
-    }, this.#opts);
+    const init = { method, headers, body: body === undefined ? undefined : JSON.stringify(body) };
+    return withRetry(
+      () => jsonAttempt(this.#fetch, { url, init, timeoutMs, signal: call.signal, target: url }),
+      this.#opts,
+    );
   }
 }

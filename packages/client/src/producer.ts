@@ -3,7 +3,8 @@
  * retry, and answers typed results or throws a typed error with the API code.
  */
 
-import { type ApiErrorBody, isRetryableStatus, RendezvousApiError, RendezvousNetworkError } from "./errors.js";
+import { jsonAttempt } from "./attempt.js";
+import type { ApiErrorBody } from "./errors.js";
 import { type Attempt, type RetryOptions, withRetry } from "./retry.js";
 import { signatureHeader } from "./signing.js";
 import { injectActive, otel } from "./tracing.js";
@@ -37,27 +38,6 @@ export type BatchResult =
 
 /** Most events in one batch (docs/api.md). */
 export const MAX_BATCH = 500;
-
-function retryAfterMs(res: Response): number | undefined {
-  const header = res.headers.get("retry-after");
-  if (header === null) return undefined;
-  const seconds = Number(header);
-  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
-  const at = Date.parse(header);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
-}
-
-export async function errorBody(res: Response): Promise<ApiErrorBody> {
-  const text = await res.text();
-  try {
-    const parsed = JSON.parse(text) as { error?: ApiErrorBody };
-    if (parsed.error && typeof parsed.error.code === "string") return parsed.error;
-  } catch {
-    // not an API error body (a proxy's page…)
-  }
-  const code = res.status === 429 ? "rate_limited" : res.status >= 500 ? "unavailable" : "invalid_request";
-  return { code, message: `HTTP ${res.status}: ${text.slice(0, 200)}` };
-}
 
 export class ProducerClient {
   readonly #opts: ProducerClientOptions;
@@ -112,21 +92,14 @@ export class ProducerClient {
     const trace: Record<string, string> = {};
     injectActive(await otel(), trace);
     return withRetry(async (): Promise<Attempt<unknown>> => {
-      let res: Response;
-      try {
-        res = await this.#fetch(url, {
-          method: "POST",
-          headers: { ...this.#headers(rawBody), ...trace },
-          body: rawBody,
-          signal: AbortSignal.timeout(timeoutMs),
-        });
-      } catch (cause) {
-        return { done: false, error: new RendezvousNetworkError(`cannot reach ${url}`, { cause }) };
-      }
-      if (res.ok) return { done: true, value: await res.json() };
-      const error = new RendezvousApiError(res.status, await errorBody(res));
-      if (isRetryableStatus(res.status)) return { done: false, error, retryAfterMs: retryAfterMs(res) };
-      throw error;
+      const a = await jsonAttempt(this.#fetch, {
+        url,
+        init: { method: "POST", headers: { ...this.#headers(rawBody), ...trace }, body: rawBody },
+        timeoutMs,
+        target: url,
+        honourRetryAfter: true,
+      });
+      return a.done ? { done: true, value: a.value.body } : a;
     }, this.#opts);
   }
 }

@@ -4,9 +4,8 @@
  * and `resultOf`, a settled wait as a discriminated result (nothing thrown for a timeout).
  */
 
-import { isRetryableStatus, RendezvousApiError, RendezvousNetworkError } from "./errors.js";
-import { errorBody } from "./producer.js";
-import { type Attempt, type RetryOptions, withRetry } from "./retry.js";
+import { jsonAttempt } from "./attempt.js";
+import { type RetryOptions, withRetry } from "./retry.js";
 import type { FailureError, JsonObject, Wait } from "./wire.js";
 
 /** How a settled wait ended for the run. */
@@ -77,23 +76,12 @@ export class TokenClient {
   async #call(token: string, action: string, body: unknown): Promise<unknown> {
     const url = `${this.#base}/v1/tokens/${encodeURIComponent(token)}/${action}`;
     const timeoutMs = this.#opts.timeoutMs ?? 10_000;
-    return withRetry(async (): Promise<Attempt<unknown>> => {
-      let res: Response;
-      try {
-        res = await this.#fetch(url, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify(body),
-          signal: AbortSignal.timeout(timeoutMs),
-        });
-      } catch (cause) {
-        // (the URL holds the token: it is not put in the message)
-        return { done: false, error: new RendezvousNetworkError(`cannot reach ${this.#base}`, { cause }) };
-      }
-      if (res.ok) return { done: true, value: await res.json() };
-      const error = new RendezvousApiError(res.status, await errorBody(res));
-      if (isRetryableStatus(res.status)) return { done: false, error };
-      throw error;
-    }, this.#opts);
+    const init = { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) };
+    // (the URL holds the token: a network error names the server only)
+    const answer = await withRetry(
+      () => jsonAttempt(this.#fetch, { url, init, timeoutMs, target: this.#base }),
+      this.#opts,
+    );
+    return answer.body;
   }
 }
