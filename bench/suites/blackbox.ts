@@ -28,6 +28,12 @@
  *   `OTEL_*` variables and once exporting its spans over OTLP/HTTP to a receiver in this process
  *   (bench/lib/otlp-receiver.ts) that counts them; both reported side by side.
  *
+ * - where the CPU goes (off by default, each costs some CPU of its own): `--breakdown`, Redis's own
+ *   time per command, script and client process over each row's event phase (a SLOWLOG of every
+ *   command, bench/lib/redis-breakdown.ts); `--profile ROW`, the product processes under
+ *   `--cpu-prof`, their self time by category of code over ROW's event phase (bench/lib/cpu-profile.ts);
+ *   with either, each process's CPU by thread (bench/lib/blackbox-breakdown.ts prints them).
+ *
  * Driver, product and Redis share the machine: the load average at start and end, the
  * core count and the Node and Redis versions are printed with the tables.
  */
