@@ -23,6 +23,8 @@ export interface ProcessProfile {
   procMs: number;
   /** its main thread's time on CPU over the phase, ms (schedstat) */
   mainMs: number;
+  /** its profiler's own thread (v8:ProfEvntProc) over the phase, ms */
+  profilerMs: number;
   summary: ProfileSummary;
 }
 
@@ -148,10 +150,11 @@ export function printProfiles(profiles: ProcessProfile[]): void {
       [
         ...s.categories.filter((c) => c.category !== "idle").map((c) => [c.category, pct(c.ms / busy), us(c.ms)]),
         ["main thread on CPU (schedstat)", "", fmt((p.mainMs * 1000) / p.events, 1)],
+        ["the profiler's own thread (v8:ProfEvntProc)", "", fmt((p.profilerMs * 1000) / p.events, 1)],
         [
-          "other threads (GC helpers, compiler, libuv): /proc − main",
+          "other threads (GC helpers, compiler, libuv): /proc − main − profiler",
           "",
-          fmt(((p.procMs - p.mainMs) * 1000) / p.events, 1),
+          fmt(((p.procMs - p.mainMs - p.profilerMs) * 1000) / p.events, 1),
         ],
         ["process, every thread, user + sys (/proc)", "", fmt((p.procMs * 1000) / p.events, 1)],
       ],
@@ -214,6 +217,7 @@ export function profilesOf(
     const summary = summarizeProfile(file, row.phase.fromUs, row.phase.toUs);
     const procMs = ((row.cpu.byProcess[r.name] ?? 0) * row.events) / 1000;
     const mainMs = (row.mainThreads[r.name]?.runS ?? 0) * 1000;
-    return [{ config, row: which, process: r.name, events: row.events, procMs, mainMs, summary }];
+    const profilerMs = (row.byThread[r.name]?.["v8:ProfEvntProc"] ?? 0) * 1000;
+    return [{ config, row: which, process: r.name, events: row.events, procMs, mainMs, profilerMs, summary }];
   });
 }

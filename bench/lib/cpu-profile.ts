@@ -85,7 +85,11 @@ export function categoryOf(url: string, functionName: string): string {
       return "node: net & streams";
     if (/timers/.test(m)) return "node: timers";
     if (/crypto/.test(m)) return "node: crypto";
-    return "node: other (events, microtasks, …)";
+    if (/^(events$|internal\/process\/task_queues|internal\/async_hooks|internal\/process\/promises)/.test(m)) {
+      return "node: events & microtasks";
+    }
+    if (/buffer/.test(m)) return "node: buffer";
+    return "node: other";
   }
   if (/\/bench\//.test(url)) return "bench";
   return url ? "other" : `native ${functionName}`;
