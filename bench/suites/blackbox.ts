@@ -188,7 +188,11 @@ async function throughputRow(
   const t0 = performance.now();
   const sending = send(ctx.http, correlationIds, producers);
   sending.catch(() => undefined);
-  const at = await arrivalsOf(ctx.arrivals, expected, 60_000 + n * 10);
+  const at = await arrivalsOf(ctx.arrivals, expected, 60_000 + n * 10).catch(async (err: unknown) => {
+    // a failed row leaves a --redis-url server as it found it (SLOWLOG settings restored)
+    await logged?.(new Map()).catch(() => undefined);
+    throw err;
+  });
   const cpu1 = cpuSnapshot(pids);
   const threads = threadsSince(mark, pids);
   const driver = process.cpuUsage(driver0);
