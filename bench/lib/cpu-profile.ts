@@ -8,8 +8,9 @@
  * same clock on Linux, so the driver's start and end of an event phase select its samples.
  * A native or builtin frame (no script URL) is charged to the nearest caller that has one
  * (a socket write to node:net, a Map lookup to whoever looked up), except JSON.parse and
- * JSON.stringify, which are their own category; V8's own nodes stay apart: `(garbage
- * collector)`, `(program)` (V8 and native code outside any JS frame) and `(idle)`.
+ * JSON.stringify when they appear as frames (V8 mostly charges them to their caller:
+ * bench/breakdown-check.ts); V8's own nodes stay apart: `(garbage collector)`, `(program)`
+ * (V8 and native code outside any JS frame) and `(idle)`.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";

@@ -8,8 +8,9 @@
  * (an EVALSHA's first is its SHA1), client address and Redis's own µs, the same duration
  * commandstats adds up. A command run by a script is logged before the script (by the
  * script's client, address `?:0`), one run by EXEC between the client's MULTI and its EXEC;
- * the phase's commands are laid out as top-level units (a command, a script with the
- * commands inside it, each command of a MULTI block, the EXEC's own rest), none counted twice.
+ * EXEC is not logged (Redis logs each command of the transaction instead). The phase's
+ * commands are laid out as top-level units (a command, a script with the commands inside
+ * it, each command of a MULTI block), none counted twice.
  * SHA1s are named from the product's scripts (`luaScripts`) and BullMQ's (`bullmq/dist/cjs/scripts`);
  * client addresses are matched to processes by their socket inodes (/proc/<pid>/fd, /proc/net/tcp).
  * Redis's own µs exclude reading, parsing and answering requests and the event loop: the
@@ -90,7 +91,7 @@ function knownScripts(): { shas: Map<string, Known>; prefixes: Array<[string, Kn
   return { shas, prefixes };
 }
 
-function nameOf(args: string[]): Known {
+export function nameOf(args: string[]): Known {
   const cmd = (args[0] ?? "?").toLowerCase();
   const { shas, prefixes } = knownScripts();
   if (cmd === "evalsha" || cmd === "evalsha_ro") {
@@ -150,7 +151,8 @@ export function socketOwners(pids: Record<string, number>, redisPort: number): M
 async function commandstatsUsec(redis: Redis): Promise<number> {
   let sum = 0;
   for (const [k, v] of await info(redis, "commandstats")) {
-    if (/^cmdstat_(info|slowlog|config)/.test(k)) continue;
+    // EXEC counts its commands again and is not in the SLOWLOG: left out, like the bench's own
+    if (/^cmdstat_(info|slowlog|config|exec)/.test(k)) continue;
     sum += Number(/usec=(\d+)/.exec(v)?.[1] ?? 0);
   }
   return sum;
@@ -185,12 +187,11 @@ export function layOut(
   const units = new Map<string, UnitStat>();
   let loggedUsec = 0;
   let scriptInner = 0;
-  const inMulti = new Map<string, number>();
-  const add = (peer: string, args: string[], usec: number, inner: number, suffix = "") => {
+  const add = (peer: string, args: string[], usec: number, inner: number) => {
     const port = Number(peer.slice(peer.lastIndexOf(":") + 1));
     const process = owners.get(port) ?? "?";
     const k = nameOf(args);
-    const name = `${k.name}${suffix}`;
+    const name = k.name;
     const key = `${process}\u0000${name}`;
     const u = units.get(key) ?? { process, step: k.step, name, calls: 0, usec: 0, innerUsec: 0 };
     u.calls++;
@@ -210,21 +211,6 @@ export function layOut(
     const script = cmd.startsWith("eval") || cmd.startsWith("fcall");
     const inner = script ? scriptInner : 0;
     if (script) scriptInner = 0;
-    if (cmd === "multi") {
-      inMulti.set(peer, 0);
-      continue;
-    }
-    const multi = inMulti.get(peer);
-    if (cmd === "exec" || cmd === "discard") {
-      inMulti.delete(peer);
-      add(peer, ["EXEC"], usec - (multi ?? 0), 0, " (its own rest)");
-      continue;
-    }
-    if (multi !== undefined) {
-      inMulti.set(peer, multi + usec);
-      add(peer, args, usec, inner, " (in MULTI)");
-      continue;
-    }
     add(peer, args, usec, inner);
   }
   const list = [...units.values()].sort((a, b) => b.usec - a.usec);
