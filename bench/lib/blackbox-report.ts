@@ -2,8 +2,17 @@
  * What the black-box benchmark (bench/suites/blackbox.ts) measures, its tables, and
  * its rows in `npm run bench` (bench/suites/all.ts) with the targets of issue 21.
  */
+import {
+  type BrokenDownRow,
+  type ProcessProfile,
+  type ProfiledRow,
+  printProfiles,
+  printRedisBreakdown,
+  printThreads,
+} from "./blackbox-breakdown.js";
 import type { Ceiling } from "./ceiling.js";
 import type { Transport } from "./receivers.js";
+import type { RedisBreakdown } from "./redis-breakdown.js";
 import { machine } from "./setup.js";
 import type { Summary } from "./stats.js";
 import { fmt, pct, printTable } from "./table.js";
@@ -23,6 +32,14 @@ export interface BlackboxOptions {
   ceilingSeconds: number;
   configs: Configuration[];
   tracing: Tracing[];
+  /** Redis's own time per command and script of each throughput row (SLOWLOG of every command) */
+  breakdown: boolean;
+  /** the row whose event phase the product processes' CPU profiles are summarized over (--cpu-prof) */
+  profile: ProfiledRow | undefined;
+  /** µs between the profiles' samples */
+  profileInterval: number;
+  /** Node options given to every product process (before the CLI), e.g. a GC flag to compare */
+  nodeArgs: string[];
 }
 
 export interface ThroughputRow {
@@ -38,6 +55,14 @@ export interface ThroughputRow {
   cpu: { product: number; redis: number; sum: number; byProcess: Record<string, number>; driver: number };
   /** CPU ms per second of the same processes idle, over the second before the events */
   idle: { product: number; redis: number };
+  /** the event phase, CLOCK_MONOTONIC µs (a CPU profile's clock) */
+  phase: { fromUs: number; toUs: number };
+  /** over the event phase, each process's main thread (redis too): CPU s (/proc stat), s on CPU and s runnable but waiting (schedstat) */
+  mainThreads: Record<string, { cpuS: number; runS: number; waitS: number }>;
+  /** over the event phase, CPU s of each process's threads by thread name (`main` = the main thread) */
+  byThread: Record<string, Record<string, number>>;
+  /** with --breakdown: Redis's own time over the event phase */
+  redisBreakdown?: RedisBreakdown;
 }
 
 export interface LatencyRow {
@@ -62,6 +87,8 @@ export interface BlackboxResult {
   latency: LatencyRow[];
   /** what the OTLP receiver got from each configuration run with tracing on */
   spans: SpanCount[];
+  /** with --profile: each product process's self time over the chosen row's event phase */
+  profiles?: ProcessProfile[];
 }
 
 /** The OTLP receiver's counts over one configuration's run with tracing on (read after its processes stopped). */
@@ -113,7 +140,7 @@ export function printBlackbox(r: BlackboxResult): void {
   const opts = r.opts;
   console.log(`\nblack-box resolve path — ${new Date().toISOString()}; ${machine()}`);
   console.log(
-    `Node ${r.node}, Redis ${r.redis} (appendonly yes, appendfsync everysec), ${r.cores} cores, CLK_TCK ${r.clkTck}; ${opts.partitions} partitions; the CLI ran its ${r.product === "dist" ? "built JavaScript" : "TypeScript sources (tsx)"}`,
+    `Node ${r.node}, Redis ${r.redis} (appendonly yes, appendfsync everysec), ${r.cores} cores, CLK_TCK ${r.clkTck}; ${opts.partitions} partitions; the CLI ran its ${r.product === "dist" ? "built JavaScript" : "TypeScript sources (tsx)"}${opts.nodeArgs.length > 0 ? ` with ${opts.nodeArgs.join(" ")}` : ""}${opts.breakdown ? "; --breakdown: every Redis command logged during the event phases" : ""}${opts.profile ? `; --profile ${opts.profile}: the product processes under --cpu-prof (every ${opts.profileInterval} µs)` : ""}`,
   );
   console.log(`load average (1/5/15 min): ${r.loadStart} at start, ${r.loadEnd} at end`);
   console.log(
@@ -185,6 +212,7 @@ export function printBlackbox(r: BlackboxResult): void {
       ]),
     );
   }
+  printBreakdowns(r);
   const pairs = tracingPairs(r);
   if (pairs.throughput.length + pairs.latency.length > 0) {
     printTable(
@@ -217,6 +245,23 @@ export function printBlackbox(r: BlackboxResult): void {
       ],
     );
   }
+}
+
+/** With --breakdown and --profile: where the CPU of each row goes, per process and step. */
+function printBreakdowns(r: BlackboxResult): void {
+  for (const t of r.throughput) {
+    if (!t.redisBreakdown) continue;
+    const row: BrokenDownRow = {
+      label: `${t.config}${t.tracing === "on" ? " (tracing on)" : ""}, ${producersLabel(t)} → ${worker(t.transport)}`,
+      events: t.events,
+      redisCpu: t.cpu.redis,
+      redisMain: t.mainThreads.redis ?? { cpuS: 0, runS: 0, waitS: 0 },
+      breakdown: t.redisBreakdown,
+    };
+    printRedisBreakdown(row);
+  }
+  if (r.opts.breakdown || r.opts.profile) printThreads(r.throughput);
+  if (r.profiles && r.profiles.length > 0) printProfiles(r.profiles);
 }
 
 export interface BenchRow {

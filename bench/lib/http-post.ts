@@ -13,7 +13,9 @@ export interface Poster {
 }
 
 export function poster(base: string, sockets: number): Poster {
-  const agent = new Agent({ keepAlive: true, maxSockets: sockets });
+  // an idle socket is let go after 4 s, before the server's keep-alive timeout (5 s by default)
+  // closes it: a request sent on a socket the server is closing fails with "socket hang up"
+  const agent = new Agent({ keepAlive: true, maxSockets: sockets, timeout: 4000 });
   const origin = new URL(base);
   return {
     post(path, headers, body, ok) {

@@ -5,7 +5,7 @@
  * from /proc (Linux).
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { sleep } from "./stats.js";
 
@@ -126,7 +126,89 @@ export function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / clkTck();
 }
 
+/** A process's main thread (its tid is the pid) now: CPU seconds, and from schedstat the seconds it ran and waited runnable. */
+export interface ThreadTimes {
+  cpuS: number;
+  runS: number;
+  waitS: number;
+}
+
+export function mainThread(pid: number): ThreadTimes {
+  const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const [run, wait] = readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8").trim().split(" ").map(Number);
+  return {
+    cpuS: (Number(fields[11]) + Number(fields[12])) / clkTck(),
+    runS: (run ?? 0) / 1e9,
+    waitS: (wait ?? 0) / 1e9,
+  };
+}
+
+/** CPU seconds of each thread of a process now, summed by thread name (/proc/<pid>/task/<tid>/comm: "node", "V8 DefaultWorke", …). */
+export function threadsByName(pid: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+      const comm = tid === String(pid) ? "main" : stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      out[comm] = (out[comm] ?? 0) + (Number(fields[11]) + Number(fields[12])) / clkTck();
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return out;
+}
+
+/** Main-thread times of each pid now. */
+export function threadSnapshot(pids: Record<string, number>): Record<string, ThreadTimes> {
+  return Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, mainThread(pid)]));
+}
+
 /** CPU seconds of each pid now. */
 export function cpuSnapshot(pids: Record<string, number>): Record<string, number> {
   return Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, cpuSeconds(pid)]));
+}
+
+/** CLOCK_MONOTONIC µs, the clock of V8's CPU profiles (`--cpu-prof`) */
+export const monotonicUs = (): number => Number(process.hrtime.bigint() / 1000n);
+
+export interface ThreadMark {
+  atUs: number;
+  main: Record<string, ThreadTimes>;
+  byName: Record<string, Record<string, number>>;
+}
+
+/** The start of a phase: the monotonic clock, each process's main-thread times and its threads' CPU by name. */
+export function markThreads(pids: Record<string, number>): ThreadMark {
+  return {
+    atUs: monotonicUs(),
+    main: threadSnapshot(pids),
+    byName: Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, threadsByName(pid)])),
+  };
+}
+
+/** From `mark` to now: the phase in monotonic µs, each main thread's times and each process's threads' CPU by name. */
+export function threadsSince(
+  mark: ThreadMark,
+  pids: Record<string, number>,
+): {
+  phase: { fromUs: number; toUs: number };
+  mainThreads: Record<string, ThreadTimes>;
+  byThread: Record<string, Record<string, number>>;
+} {
+  const main = threadSnapshot(pids);
+  const byThread = Object.fromEntries(
+    Object.entries(pids).map(([k, pid]) => {
+      const before = mark.byName[k] ?? {};
+      return [k, Object.fromEntries(Object.entries(threadsByName(pid)).map(([t, v]) => [t, v - (before[t] ?? 0)]))];
+    }),
+  );
+  const mainThreads = Object.fromEntries(
+    Object.keys(pids).map((k) => {
+      const [a, b] = [mark.main[k], main[k]] as [ThreadTimes, ThreadTimes];
+      return [k, { cpuS: b.cpuS - a.cpuS, runS: b.runS - a.runS, waitS: b.waitS - a.waitS }];
+    }),
+  );
+  return { phase: { fromUs: mark.atUs, toUs: monotonicUs() }, mainThreads, byThread };
 }

@@ -28,6 +28,12 @@
  *   `OTEL_*` variables and once exporting its spans over OTLP/HTTP to a receiver in this process
  *   (bench/lib/otlp-receiver.ts) that counts them; both reported side by side.
  *
+ * - where the CPU goes (off by default, each costs some CPU of its own): `--breakdown`, Redis's own
+ *   time per command, script and client process over each row's event phase (a SLOWLOG of every
+ *   command, bench/lib/redis-breakdown.ts); `--profile ROW`, the product processes under
+ *   `--cpu-prof`, their self time by category of code over ROW's event phase (bench/lib/cpu-profile.ts);
+ *   with either, each process's CPU by thread (bench/lib/blackbox-breakdown.ts prints them).
+ *
  * Driver, product and Redis share the machine: the load average at start and end, the
  * core count and the Node and Redis versions are printed with the tables.
  */
@@ -36,6 +42,7 @@ import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { parseArgs } from "../lib/args.js";
+import { type ProcessProfile, type ProfiledRow, profilesOf } from "../lib/blackbox-breakdown.js";
 import {
   BATCH,
   BATCH_IN_FLIGHT,
@@ -56,14 +63,17 @@ import { runPool } from "../lib/pool.js";
 import {
   clkTck,
   cpuSnapshot,
+  markThreads,
   productBuild,
   type RoleName,
   type RoleProcess,
   ready,
   startRole,
+  threadsSince,
 } from "../lib/product.js";
 import { Arrivals, bullmqReceiver, httpReceiver, type Receiver, type Transport } from "../lib/receivers.js";
 import { info, quiesce, startBenchRedis } from "../lib/redis.js";
+import { socketOwners, startBreakdown } from "../lib/redis-breakdown.js";
 import { load, machine, saveResults } from "../lib/setup.js";
 import { sleep, summarize } from "../lib/stats.js";
 import { fmt, progress } from "../lib/table.js";
@@ -142,8 +152,11 @@ interface Context {
   admin: Redis;
   arrivals: Arrivals;
   pids: Record<string, number>;
+  redisUrl: string;
   redisPid: number;
   ceiling: number;
+  /** --breakdown: log every Redis command of the measured rows' event phases */
+  breakdown: boolean;
 }
 
 /** N waits, then N events resolving them; events/s and CPU per event over the event phase. */
@@ -152,6 +165,7 @@ async function throughputRow(
   transport: Transport,
   producers: "single" | "batch",
   n: number,
+  warmup = false,
 ): Promise<ThroughputRow> {
   progress(`${ctx.config}: registering ${fmt(n)} waits`);
   const { correlationIds, waitIds } = await register(ctx.http, n);
@@ -166,14 +180,25 @@ async function throughputRow(
   progress(`${ctx.config}: ${fmt(n)} events (${producers}, ${transport} worker)`);
   const expected = waitIds.map((id) => ctx.arrivals.expect(id));
   ctx.sent.events += n;
+  // every command of the phase logged (set last before the phase starts, undone after it ends)
+  const logged = ctx.breakdown && !warmup ? await startBreakdown(ctx.admin, Math.min(4_000_000, n * 120)) : undefined;
+  const mark = markThreads(pids);
   const cpu0 = cpuSnapshot(pids);
   const driver0 = process.cpuUsage();
   const t0 = performance.now();
   const sending = send(ctx.http, correlationIds, producers);
   sending.catch(() => undefined);
-  const at = await arrivalsOf(ctx.arrivals, expected, 60_000 + n * 10);
+  const at = await arrivalsOf(ctx.arrivals, expected, 60_000 + n * 10).catch(async (err: unknown) => {
+    // a failed row leaves a --redis-url server as it found it (SLOWLOG settings restored)
+    await logged?.(new Map()).catch(() => undefined);
+    throw err;
+  });
   const cpu1 = cpuSnapshot(pids);
+  const threads = threadsSince(mark, pids);
   const driver = process.cpuUsage(driver0);
+  const redisPort = Number(new URL(ctx.redisUrl).port);
+  const owners = logged && socketOwners({ ...ctx.pids, driver: process.pid }, redisPort);
+  const redisBreakdown = logged && owners ? await logged(owners) : undefined;
   await sending;
   const seconds = (Math.max(...at) - t0) / 1000;
   const us = (name: string) => (((cpu1[name] as number) - (cpu0[name] as number)) * 1e6) / n;
@@ -193,6 +218,8 @@ async function throughputRow(
     ofCeiling: n / seconds / ctx.ceiling,
     cpu: { product, redis, sum: product + redis, byProcess, driver: (driver.user + driver.system) / n },
     idle: { product: idleMs(Object.keys(ctx.pids)), redis: idleMs(["redis"]) },
+    ...threads,
+    ...(redisBreakdown ? { redisBreakdown } : {}),
   };
 }
 
@@ -238,7 +265,12 @@ async function runConfiguration(
   admin: Redis,
   ceiling: number,
   opts: BlackboxOptions,
-): Promise<{ throughput: ThroughputRow[]; latency: LatencyRow[]; spans: SpanCount | undefined }> {
+): Promise<{
+  throughput: ThroughputRow[];
+  latency: LatencyRow[];
+  spans: SpanCount | undefined;
+  profiles: ProcessProfile[];
+}> {
   const prefix = `bb${config}${tracing}${Date.now().toString(36)}`;
   const dir = mkdtempSync(join(tmpdir(), "rdv-blackbox-"));
   const configFile = join(dir, "config.json");
@@ -251,7 +283,17 @@ async function runConfiguration(
   writeFileSync(configFile, JSON.stringify(productConfig));
   const otlp = tracing === "on" ? await startOtlpReceiver() : undefined;
   const env = tracingEnv(otlp);
-  const roles: RoleProcess[] = ROLES[config].map((name) => startRole(name, { redisUrl, configFile, prefix, env }));
+  // --profile: every process of the configuration writes a CPU profile when it exits
+  const profDir = join(dir, "profiles");
+  const nodeArgs = [
+    ...opts.nodeArgs,
+    ...(opts.profile
+      ? ["--cpu-prof", "--cpu-prof-dir", profDir, "--cpu-prof-interval", String(opts.profileInterval)]
+      : []),
+  ];
+  const roles: RoleProcess[] = ROLES[config].map((name) =>
+    startRole(name, { redisUrl, configFile, prefix, env, nodeArgs }),
+  );
   const sent = { events: 0 };
   const arrivals = new Arrivals();
   let receiver: Receiver | undefined;
@@ -265,17 +307,18 @@ async function runConfiguration(
     const pids = Object.fromEntries(roles.map((r) => [r.name, r.pid]));
     const redisPid = Number((await info(admin, "server")).get("process_id"));
     http = poster(base, SINGLE_IN_FLIGHT);
-    const ctx: Context = { config, tracing, sent, http, admin, arrivals, pids, redisPid, ceiling };
+    const breakdown = opts.breakdown;
+    const ctx: Context = { config, tracing, sent, http, admin, arrivals, pids, redisUrl, redisPid, ceiling, breakdown };
     progress(`${config}, tracing ${tracing}: ${roles.map((r) => `${r.name} pid ${r.pid}`).join(", ")}; warm-up`);
     receiver = bullmqReceiver(arrivals, { redisUrl, prefix, tenant: TENANT, concurrency: CONCURRENCY });
-    await throughputRow(ctx, "bullmq", "single", opts.warmup);
-    await throughputRow(ctx, "bullmq", "batch", opts.warmup);
+    await throughputRow(ctx, "bullmq", "single", opts.warmup, true);
+    await throughputRow(ctx, "bullmq", "batch", opts.warmup, true);
     throughput.push(await throughputRow(ctx, "bullmq", "single", opts.events));
     throughput.push(await throughputRow(ctx, "bullmq", "batch", opts.events));
     latency.push(await latencyRow(ctx, "bullmq", opts.singles));
     await receiver.close();
     receiver = httpReceiver(arrivals, { baseUrl: base, hostKey: HOST_KEY, concurrency: CONCURRENCY });
-    await throughputRow(ctx, "http", "single", Math.min(opts.warmup, 500));
+    await throughputRow(ctx, "http", "single", Math.min(opts.warmup, 500), true);
     throughput.push(await throughputRow(ctx, "http", "single", opts.events));
     latency.push(await latencyRow(ctx, "http", opts.singles));
   } catch (err) {
@@ -286,11 +329,16 @@ async function runConfiguration(
     http?.close();
     await Promise.all(roles.map((r) => r.stop()));
     await otlp?.close();
+  }
+  let profiles: ProcessProfile[] = [];
+  try {
+    if (opts.profile) profiles = profilesOf(config, opts.profile, throughput, roles, profDir);
+  } finally {
     rmSync(dir, { recursive: true, force: true });
   }
   // read after the processes stopped: SIGTERM flushes the spans they still buffered
   const counts = otlp?.counts();
-  return { throughput, latency, spans: counts && { config, ...counts, events: sent.events } };
+  return { throughput, latency, spans: counts && { config, ...counts, events: sent.events }, profiles };
 }
 
 /** Every configuration against the Redis at `redisUrl` (its ceiling measured first). */
@@ -304,12 +352,14 @@ export async function blackbox(redisUrl: string, opts: BlackboxOptions): Promise
     const throughput: ThroughputRow[] = [];
     const latency: LatencyRow[] = [];
     const spans: SpanCount[] = [];
+    const profiles: ProcessProfile[] = [];
     for (const config of opts.configs) {
       for (const tracing of opts.tracing) {
         const r = await runConfiguration(config, tracing, redisUrl, admin, ceiling.callsPerSec, opts);
         throughput.push(...r.throughput);
         latency.push(...r.latency);
         if (r.spans) spans.push(r.spans);
+        profiles.push(...r.profiles);
       }
     }
     const cores = availableParallelism();
@@ -326,6 +376,7 @@ export async function blackbox(redisUrl: string, opts: BlackboxOptions): Promise
       throughput,
       latency,
       spans,
+      ...(opts.profile ? { profiles } : {}),
     };
   } finally {
     await admin.quit();
@@ -347,7 +398,17 @@ export function blackboxOptions(args = parseArgs()): BlackboxOptions {
     ceilingSeconds: args.number("ceiling-seconds", quick ? 2 : 5),
     configs,
     tracing,
+    breakdown: args.flag("breakdown"),
+    profile: profiledRow(args.flag("profile") ? "single" : args.string("profile", "")),
+    profileInterval: args.number("profile-interval", 500),
+    nodeArgs: args.string("node-args", "").split(/\s+/).filter(Boolean),
   };
+}
+
+function profiledRow(v: string): ProfiledRow | undefined {
+  if (v === "") return undefined;
+  if (v !== "single" && v !== "batch" && v !== "http") throw new Error(`--profile: single, batch, http (got ${v})`);
+  return v;
 }
 
 export async function main(): Promise<void> {
