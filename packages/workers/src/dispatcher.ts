@@ -23,14 +23,17 @@ import { createHmac } from "node:crypto";
 import {
   bullmqTelemetryMetadata,
   ConsumerLoop,
+  DISPATCHER_GROUP,
   failpoint,
   failpointArmed,
+  type Handoff,
   Pacer,
   RESOLUTION_FEED,
   type RedisLike,
   type ResolutionEntry,
   type Resources,
   type Store,
+  type StreamEntry,
   type TraceCarrier,
   type TraceSpan,
   traceOfBullmqMetadata,
@@ -184,6 +187,24 @@ export class Dispatcher {
     await this.loop.stop();
     await this.#webhookWorker?.close();
     await Promise.all([...this.#queues.values()].map((q) => q.close()));
+  }
+
+  /**
+   * Where the matcher of this process has its matches deliver the outbox's new entries to
+   * this dispatcher (`rendezvous start`): its own consumer of group `dispatchers`.
+   */
+  get handoff(): Handoff {
+    return { group: DISPATCHER_GROUP, consumer: this.loop.consumer };
+  }
+
+  /**
+   * Hands out outbox entries a match delivered to this dispatcher's consumer (see
+   * `handoff`), as if its read had: the same steps, acked after their jobs exist, left
+   * pending on failure or a crash (claimed after claimIdleMs, as any read entry).
+   */
+  take(partition: number, entries: StreamEntry[]): Promise<void> {
+    this.#res.metrics.outboxHandoffs.inc(entries.length);
+    return this.loop.handOver(partition, entries);
   }
 
   /** A partition's entries in order, in paced steps of at most `step`. */

@@ -16,7 +16,9 @@ import {
   EVENT_FEED,
   type EventEntry,
   failpoint,
+  type Handoff,
   type Resources,
+  type StreamEntry,
   type StreamEvent,
   type TraceSpan,
   traceOfText,
@@ -29,14 +31,23 @@ export interface MatcherOptions {
   consumer?: string;
   blockMs?: number;
   count?: number;
+  /**
+   * The dispatcher of this process, to which the match hands the outbox entries it
+   * wrote at once (`rendezvous start`, no failpoint armed): delivered to its consumer in
+   * the match script, handed out without its blocking read. Absent: the dispatchers read
+   * the outbox (split roles).
+   */
+  dispatcher?: { readonly handoff: Handoff; take(partition: number, entries: StreamEntry[]): Promise<void> };
 }
 
 export class Matcher {
   readonly #res: Resources;
   readonly loop: ConsumerLoop<EventEntry>;
+  readonly #dispatcher: MatcherOptions["dispatcher"];
 
   constructor(res: Resources, opts: MatcherOptions = {}) {
     this.#res = res;
+    this.#dispatcher = opts.dispatcher;
     const partitions = opts.partitions ?? res.store.keys.allPartitions();
     const logger = res.logger.child({ system: "matcher" });
     this.loop = new ConsumerLoop({
@@ -75,7 +86,7 @@ export class Matcher {
         : undefined;
     let results: Awaited<ReturnType<Resources["store"]["match"]>>;
     try {
-      results = await this.#res.store.match(partition, events, traces);
+      results = await this.#res.store.match(partition, events, traces, this.#dispatcher?.handoff);
     } catch (err) {
       for (const s of spans ?? []) {
         s.fail(err);
@@ -112,6 +123,9 @@ export class Matcher {
       }
       if (r.late.length > 0) m.lateEvents.inc(r.late.length);
     });
+    // handed out beside this ack, not after it (the dispatcher tracks its own work)
+    const handed = results.flatMap((r) => r.handed ?? []);
+    if (handed.length > 0) void this.#dispatcher?.take(partition, handed);
     await this.loop.ack(
       partition,
       entries.map((e) => e.id),

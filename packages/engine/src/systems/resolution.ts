@@ -9,7 +9,13 @@ import { tagPartition, waitIdPrefix } from "../formats/index-members.js";
 import type { CountDelta } from "../quotas.js";
 import { expireRecordsCall, expireRecordsResult } from "../transitions/expireRecords.js";
 import { forgetRunPositionsCall } from "../transitions/forgetRunPositions.js";
-import { type MatchResult, matchEventCall, matchEventResult, settledCount } from "../transitions/matchEvent.js";
+import {
+  type Handoff,
+  type MatchResult,
+  matchEventCall,
+  matchEventResult,
+  settledCount,
+} from "../transitions/matchEvent.js";
 import type { Reply } from "../transitions/replies.js";
 import { type TimeoutResult, timeoutWaitCall, timeoutWaitResult } from "../transitions/timeoutWait.js";
 
@@ -18,12 +24,15 @@ export class ResolutionSystem {
 
   /**
    * Runs the match for stream entries of one partition, in one round trip; `traces[i]`,
-   * the trace context text of entry i's match, goes on the outbox entries it writes.
+   * the trace context text of entry i's match, goes on the outbox entries it writes;
+   * with `handoff`, a match that settled a wait delivers the outbox's new entries to its
+   * consumer (each result's `handed`).
    */
   async match(
     partition: number,
     entries: Array<{ streamId: string; eventKey: string }>,
     traces?: ReadonlyArray<string | undefined>,
+    handoff?: Handoff,
   ): Promise<MatchResult[]> {
     const { keys, config } = this.ctx;
     const k = keys.partition(partition);
@@ -38,6 +47,7 @@ export class ResolutionSystem {
           retentionMs: config.retentionMs,
           now,
           idPrefix: waitIdPrefix(partition),
+          handoff,
         }),
       ),
     );
