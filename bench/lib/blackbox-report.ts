@@ -40,11 +40,23 @@ export interface ThroughputRow {
   idle: { product: number; redis: number };
 }
 
+/**
+ * The hops of one event at a time, from the times a BullMQ continuation carries (whole
+ * ms on the product's side, so each hop's mean is the figure; see bench/lib/receivers.ts):
+ * answer = send → 202 (in the driver); accept = send → the stream entry's time; match =
+ * accepted → the resolution's time; dispatch = matched → the job created; wake = job
+ * created → moved to active by the host's Worker; invoke = active → processor invoked.
+ */
+export const HOP_NAMES = ["answer", "accept", "match", "dispatch", "wake", "invoke"] as const;
+export type HopName = (typeof HOP_NAMES)[number];
+
 export interface LatencyRow {
   config: Configuration;
   tracing: Tracing;
   transport: Transport;
   latency: Summary;
+  /** per hop (BullMQ worker only) */
+  hops?: Partial<Record<HopName, Summary>>;
 }
 
 export interface BlackboxResult {
@@ -170,6 +182,21 @@ export function printBlackbox(r: BlackboxResult): void {
       fmt(l.latency.max, 2),
     ]),
   );
+  const withHops = r.latency.filter((l) => l.hops && Object.keys(l.hops).length > 0);
+  if (withHops.length > 0) {
+    printTable(
+      "one at a time, per hop (BullMQ worker), ms mean / p50 / p99: answer = send → 202; accept = send → stream entry time; match = → resolution time; dispatch = → job created; wake = → job active; invoke = → processor (product marks are whole ms: read the means)",
+      ["config", "tracing", ...HOP_NAMES],
+      withHops.map((l) => [
+        l.config,
+        l.tracing,
+        ...HOP_NAMES.map((h) => {
+          const s = l.hops?.[h];
+          return s ? `${fmt(s.mean, 2)} / ${fmt(s.p50, 2)} / ${fmt(s.p99, 2)}` : "";
+        }),
+      ]),
+    );
+  }
   if (r.spans.length > 0) {
     printTable(
       "tracing on: what the bench's OTLP/HTTP receiver got (after the processes stopped)",

@@ -114,6 +114,10 @@ export class Dispatcher {
   readonly #step: number;
   #webhookWorker: Worker<WebhookJob> | undefined;
   #stopped = false;
+  /** partitions' entries being handed out now (read or handed over) */
+  #busy = 0;
+  /** this dispatcher's consumer, for the matcher of its process (see `handoff`) */
+  readonly #handoff: Handoff;
   #unfollow: (() => void) | undefined;
 
   constructor(res: Resources, opts: DispatcherOptions = {}) {
@@ -144,6 +148,7 @@ export class Dispatcher {
       consumer: opts.consumer,
       blockMs: opts.blockMs,
     });
+    this.#handoff = { group: DISPATCHER_GROUP, consumer: this.loop.consumer };
   }
 
   /** The BullMQ queue (cached) of a tenant's continuations, or of webhook deliveries. */
@@ -191,10 +196,12 @@ export class Dispatcher {
 
   /**
    * Where the matcher of this process has its matches deliver the outbox's new entries to
-   * this dispatcher (`rendezvous start`): its own consumer of group `dispatchers`.
+   * this dispatcher (`rendezvous start`): its own consumer of group `dispatchers`; none
+   * while it hands out a step (or has stopped), so that under load its own read gathers
+   * what comes meanwhile into steps as big as without a handoff.
    */
-  get handoff(): Handoff {
-    return { group: DISPATCHER_GROUP, consumer: this.loop.consumer };
+  get handoff(): Handoff | undefined {
+    return this.#busy > 0 || this.#stopped ? undefined : this.#handoff;
   }
 
   /**
@@ -210,9 +217,14 @@ export class Dispatcher {
   /** A partition's entries in order, in paced steps of at most `step`. */
   async #handle(partition: number, entries: ResolutionEntry[]): Promise<void> {
     const step = this.#step;
-    for (let from = 0; from < entries.length; from += step) {
-      const slice = entries.slice(from, from + step);
-      await this.#paced(slice.length >= step, () => this.#dispatch(partition, slice));
+    this.#busy++;
+    try {
+      for (let from = 0; from < entries.length; from += step) {
+        const slice = entries.slice(from, from + step);
+        await this.#paced(slice.length >= step, () => this.#dispatch(partition, slice));
+      }
+    } finally {
+      this.#busy--;
     }
   }
 

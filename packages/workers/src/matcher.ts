@@ -37,7 +37,10 @@ export interface MatcherOptions {
    * the match script, handed out without its blocking read. Absent: the dispatchers read
    * the outbox (split roles).
    */
-  dispatcher?: { readonly handoff: Handoff; take(partition: number, entries: StreamEntry[]): Promise<void> };
+  dispatcher?: {
+    readonly handoff: Handoff | undefined;
+    take(partition: number, entries: StreamEntry[]): Promise<void>;
+  };
 }
 
 export class Matcher {
@@ -86,7 +89,15 @@ export class Matcher {
         : undefined;
     let results: Awaited<ReturnType<Resources["store"]["match"]>>;
     try {
-      results = await this.#res.store.match(partition, events, traces, this.#dispatcher?.handoff);
+      const dispatcher = this.#dispatcher;
+      const handoff = dispatcher?.handoff;
+      // handed out as soon as the match answers, beside the rest of this handling
+      results = await this.#res.store.match(
+        partition,
+        events,
+        traces,
+        handoff && dispatcher ? { to: handoff, take: (handed) => void dispatcher.take(partition, handed) } : undefined,
+      );
     } catch (err) {
       for (const s of spans ?? []) {
         s.fail(err);
@@ -123,9 +134,6 @@ export class Matcher {
       }
       if (r.late.length > 0) m.lateEvents.inc(r.late.length);
     });
-    // handed out beside this ack, not after it (the dispatcher tracks its own work)
-    const handed = results.flatMap((r) => r.handed ?? []);
-    if (handed.length > 0) void this.#dispatcher?.take(partition, handed);
     await this.loop.ack(
       partition,
       entries.map((e) => e.id),

@@ -5,7 +5,7 @@
  * The entries stay pending in group `dispatchers` until the dispatcher acks them, so a
  * process that dies between the match and the hand-out leaves them for a claim.
  */
-import { DISPATCHER_GROUP, type Resources, type StreamEntry } from "@rendezvous/engine";
+import { DISPATCHER_GROUP, Pacer, type Resources, type StreamEntry } from "@rendezvous/engine";
 import { eventually, makeResources } from "@rendezvous/testkit";
 import { Queue } from "bullmq";
 import { describe, expect, it } from "vitest";
@@ -130,6 +130,34 @@ describe("the match's handoff to the dispatcher of its process", () => {
     } finally {
       await dispatcher.stop();
     }
+  });
+
+  it("offers no handoff while the dispatcher hands out a step: its own read gathers what comes meanwhile", async () => {
+    const res = makeResources({ partitions: 1 });
+    const pacer = new Pacer();
+    // a step of another lane holds the pacer: the dispatcher's step waits behind it
+    let release: () => void = () => {};
+    const held = pacer.run(false, () => new Promise<void>((r) => (release = r)));
+    const dispatcher = new Dispatcher(res, { blockMs: 100, pacer });
+    const matcher = new Matcher(res, { blockMs: 100 });
+    await dispatcher.start();
+    await matcher.start();
+    try {
+      expect(dispatcher.handoff).toEqual({ group: DISPATCHER_GROUP, consumer: dispatcher.loop.consumer });
+      const { wait } = await res.store.register("acme", spec("run-1", "job-1"));
+      await res.store.ingest("acme", "svc", [ev("e1", "job-1")]);
+      // read by the dispatcher, its step queued: busy
+      await eventually(async () => (dispatcher.handoff === undefined ? true : undefined));
+      release();
+      await held;
+      await eventually(async () => ((await jobOf(res, wait.id)).job ? true : undefined));
+      await eventually(async () => (dispatcher.handoff !== undefined ? true : undefined));
+    } finally {
+      release();
+      await matcher.stop();
+      await dispatcher.stop();
+    }
+    expect(dispatcher.handoff).toBeUndefined();
   });
 
   it("a match that settles nothing delivers nothing", async () => {
