@@ -57,6 +57,8 @@ export interface LatencyRow {
   latency: Summary;
   /** per hop (BullMQ worker only) */
   hops?: Partial<Record<HopName, Summary>>;
+  /** CPU µs per event over the row (user + sys of the product processes and redis-server; idle work included) */
+  cpu?: { product: number; redis: number };
 }
 
 export interface BlackboxResult {
@@ -186,10 +188,11 @@ export function printBlackbox(r: BlackboxResult): void {
   if (withHops.length > 0) {
     printTable(
       "one at a time, per hop (BullMQ worker), ms mean / p50 / p99: answer = send → 202; accept = send → stream entry time; match = → resolution time; dispatch = → job created; wake = → job active; invoke = → processor (product marks are whole ms: read the means)",
-      ["config", "tracing", ...HOP_NAMES],
+      ["config", "tracing", "CPU µs/event product + redis", ...HOP_NAMES],
       withHops.map((l) => [
         l.config,
         l.tracing,
+        l.cpu ? `${fmt(Math.round(l.cpu.product))} + ${fmt(Math.round(l.cpu.redis))}` : "",
         ...HOP_NAMES.map((h) => {
           const s = l.hops?.[h];
           return s ? `${fmt(s.mean, 2)} / ${fmt(s.p50, 2)} / ${fmt(s.p99, 2)}` : "";

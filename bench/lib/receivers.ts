@@ -38,9 +38,12 @@ export class Arrivals {
     return m;
   }
 
-  /** Notes the marks of an expected continuation (before `arrived`). */
+  /** keep the marks of the continuations (the one-at-a-time rows turn it on) */
+  keepMarks = false;
+
+  /** Notes the marks of an expected continuation (before `arrived`), when `keepMarks`. */
   mark(waitId: string, marks: HopMarks): void {
-    if (this.#expected.has(waitId)) this.#marks.set(waitId, marks);
+    if (this.keepMarks && this.#expected.has(waitId)) this.#marks.set(waitId, marks);
   }
 
   /** A promise of the arrival time of the continuation of wait `waitId`. */

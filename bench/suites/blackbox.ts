@@ -208,6 +208,9 @@ async function latencyRow(ctx: Context, transport: Transport, m: number): Promis
   const hops: Record<HopName, number[]> = { answer: [], accept: [], match: [], dispatch: [], wake: [], invoke: [] };
   // performance.now() as epoch ms, to compare with the times the continuation carries
   const epoch = (t: number) => performance.timeOrigin + t;
+  const pids = { ...ctx.pids, redis: ctx.redisPid };
+  const cpu0 = cpuSnapshot(pids);
+  ctx.arrivals.keepMarks = true;
   ctx.sent.events += m;
   for (let i = 0; i < m; i++) {
     const waitId = waitIds[i] as string;
@@ -227,12 +230,17 @@ async function latencyRow(ctx: Context, transport: Transport, m: number): Promis
     hops.wake.push(k.active - k.created);
     hops.invoke.push(epoch(at as number) - k.active);
   }
+  const cpu1 = cpuSnapshot(pids);
+  ctx.arrivals.keepMarks = false;
+  const us = (names: string[]) =>
+    (names.reduce((sum, k) => sum + (cpu1[k] as number) - (cpu0[k] as number), 0) * 1e6) / m;
+  const cpu = { product: us(Object.keys(ctx.pids)), redis: us(["redis"]) };
   const perHop = Object.fromEntries(
     Object.entries(hops)
       .filter(([, v]) => v.length > 0)
       .map(([name, v]) => [name, summarize(v)]),
   ) as LatencyRow["hops"];
-  return { config: ctx.config, tracing: ctx.tracing, transport, latency: summarize(ms), hops: perHop };
+  return { config: ctx.config, tracing: ctx.tracing, transport, latency: summarize(ms), hops: perHop, cpu };
 }
 
 /**
