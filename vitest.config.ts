@@ -34,6 +34,7 @@ const ON_CLUSTER = [
   "packages/engine/test/quotas.test.ts",
   "packages/workers/test/roles.test.ts",
   "packages/workers/test/dispatch.test.ts",
+  "packages/workers/test/handoff.test.ts",
   "packages/workers/test/scheduler.test.ts",
   "packages/server/test/crash.test.ts",
   "packages/server/test/e2e-api.test.ts",

@@ -65,11 +65,25 @@ export interface ThroughputRow {
   redisBreakdown?: RedisBreakdown;
 }
 
+/**
+ * The hops of one event at a time, from the times a BullMQ continuation carries (whole
+ * ms on the product's side, so each hop's mean is the figure; see bench/lib/receivers.ts):
+ * answer = send → 202 (in the driver); accept = send → the stream entry's time; match =
+ * accepted → the resolution's time; dispatch = matched → the job created; wake = job
+ * created → moved to active by the host's Worker; invoke = active → processor invoked.
+ */
+export const HOP_NAMES = ["answer", "accept", "match", "dispatch", "wake", "invoke"] as const;
+export type HopName = (typeof HOP_NAMES)[number];
+
 export interface LatencyRow {
   config: Configuration;
   tracing: Tracing;
   transport: Transport;
   latency: Summary;
+  /** per hop (BullMQ worker only) */
+  hops?: Partial<Record<HopName, Summary>>;
+  /** CPU µs per event over the row (user + sys of the product processes and redis-server; idle work included) */
+  cpu?: { product: number; redis: number };
 }
 
 export interface BlackboxResult {
@@ -197,6 +211,22 @@ export function printBlackbox(r: BlackboxResult): void {
       fmt(l.latency.max, 2),
     ]),
   );
+  const withHops = r.latency.filter((l) => l.hops && Object.keys(l.hops).length > 0);
+  if (withHops.length > 0) {
+    printTable(
+      "one at a time, per hop (BullMQ worker), ms mean / p50 / p99: answer = send → 202; accept = send → stream entry time; match = → resolution time; dispatch = → job created; wake = → job active; invoke = → processor (product marks are whole ms: read the means)",
+      ["config", "tracing", "CPU µs/event product + redis", ...HOP_NAMES],
+      withHops.map((l) => [
+        l.config,
+        l.tracing,
+        l.cpu ? `${fmt(Math.round(l.cpu.product))} + ${fmt(Math.round(l.cpu.redis))}` : "",
+        ...HOP_NAMES.map((h) => {
+          const s = l.hops?.[h];
+          return s ? `${fmt(s.mean, 2)} / ${fmt(s.p50, 2)} / ${fmt(s.p99, 2)}` : "";
+        }),
+      ]),
+    );
+  }
   if (r.spans.length > 0) {
     printTable(
       "tracing on: what the bench's OTLP/HTTP receiver got (after the processes stopped)",

@@ -13,9 +13,38 @@ import { continuationQueueName } from "@rendezvous/protocol";
 import { Worker } from "bullmq";
 import { Redis } from "ioredis";
 
+/**
+ * The times (epoch ms) a BullMQ continuation carries, for the one-at-a-time hops: the
+ * event's acceptance (its stream id's time), the match (the resolution's `at`), the job's
+ * creation by the dispatcher (`timestamp`) and its move to active (`processedOn`).
+ */
+export interface HopMarks {
+  accepted: number;
+  matched: number;
+  created: number;
+  active: number;
+}
+
 /** When each expected continuation arrived (performance.now()); ids not expected are ignored. */
 export class Arrivals {
   readonly #expected = new Map<string, (at: number) => void>();
+  /** the marks of the continuations that carried them, by wait id (taken by `marksOf`) */
+  readonly #marks = new Map<string, HopMarks>();
+
+  /** The hop marks of wait `waitId`'s continuation, once (a BullMQ one only). */
+  marksOf(waitId: string): HopMarks | undefined {
+    const m = this.#marks.get(waitId);
+    this.#marks.delete(waitId);
+    return m;
+  }
+
+  /** keep the marks of the continuations (the one-at-a-time rows turn it on) */
+  keepMarks = false;
+
+  /** Notes the marks of an expected continuation (before `arrived`), when `keepMarks`. */
+  mark(waitId: string, marks: HopMarks): void {
+    if (this.keepMarks && this.#expected.has(waitId)) this.#marks.set(waitId, marks);
+  }
 
   /** A promise of the arrival time of the continuation of wait `waitId`. */
   expect(waitId: string): Promise<number> {
@@ -50,7 +79,15 @@ export function bullmqReceiver(
   const worker = new Worker(
     continuationQueueName(opts.tenant),
     async (job) => {
-      arrivals.arrived(job.id as string);
+      const id = job.id as string;
+      const resolution = (job.data as { resolution?: { at?: string; event?: { streamId?: string } } }).resolution;
+      arrivals.mark(id, {
+        accepted: Number(resolution?.event?.streamId?.split("-")[0]),
+        matched: Date.parse(resolution?.at ?? ""),
+        created: job.timestamp,
+        active: job.processedOn ?? Number.NaN,
+      });
+      arrivals.arrived(id);
     },
     { connection, prefix: opts.prefix, concurrency: opts.concurrency },
   );

@@ -49,6 +49,7 @@ import {
   type BlackboxOptions,
   type BlackboxResult,
   type Configuration,
+  type HopName,
   type LatencyRow,
   printBlackbox,
   SINGLE_IN_FLIGHT,
@@ -231,15 +232,42 @@ async function latencyRow(ctx: Context, transport: Transport, m: number): Promis
   await sleep(500);
   progress(`${ctx.config}: ${fmt(m)} events one at a time (${transport} worker)`);
   const ms: number[] = [];
+  const hops: Record<HopName, number[]> = { answer: [], accept: [], match: [], dispatch: [], wake: [], invoke: [] };
+  // performance.now() as epoch ms, to compare with the times the continuation carries
+  const epoch = (t: number) => performance.timeOrigin + t;
+  const pids = { ...ctx.pids, redis: ctx.redisPid };
+  const cpu0 = cpuSnapshot(pids);
+  ctx.arrivals.keepMarks = true;
   ctx.sent.events += m;
   for (let i = 0; i < m; i++) {
-    const arrived = ctx.arrivals.expect(waitIds[i] as string);
+    const waitId = waitIds[i] as string;
+    const arrived = ctx.arrivals.expect(waitId);
     const t0 = performance.now();
     await ctx.http.post("/v1/events", producerHeaders, event(correlationIds[i] as string), 202);
+    const answered = performance.now();
     const [at] = await arrivalsOf(ctx.arrivals, [arrived], 30_000);
     ms.push((at as number) - t0);
+    hops.answer.push(answered - t0);
+    const k = ctx.arrivals.marksOf(waitId);
+    if (!k) continue;
+    // (the product's marks are whole ms: each hop's mean is what its sum is made of)
+    hops.accept.push(k.accepted - epoch(t0));
+    hops.match.push(k.matched - k.accepted);
+    hops.dispatch.push(k.created - k.matched);
+    hops.wake.push(k.active - k.created);
+    hops.invoke.push(epoch(at as number) - k.active);
   }
-  return { config: ctx.config, tracing: ctx.tracing, transport, latency: summarize(ms) };
+  const cpu1 = cpuSnapshot(pids);
+  ctx.arrivals.keepMarks = false;
+  const us = (names: string[]) =>
+    (names.reduce((sum, k) => sum + (cpu1[k] as number) - (cpu0[k] as number), 0) * 1e6) / m;
+  const cpu = { product: us(Object.keys(ctx.pids)), redis: us(["redis"]) };
+  const perHop = Object.fromEntries(
+    Object.entries(hops)
+      .filter(([, v]) => v.length > 0)
+      .map(([name, v]) => [name, summarize(v)]),
+  ) as LatencyRow["hops"];
+  return { config: ctx.config, tracing: ctx.tracing, transport, latency: summarize(ms), hops: perHop, cpu };
 }
 
 /**

@@ -29,17 +29,26 @@
   ARGV[4] retentionMs  how long a settled wait is kept
   ARGV[5] now          "" = Redis TIME
   ARGV[6] idPrefix     "w<partition>.": the wait ids of this partition start with it
-  ARGV[7..] trace      absent (nothing sent) or the match's trace context text: written
+  ARGV[7] handoff      "" = none; else "<group> <consumer>": when the event settled a wait,
+                       the outbox's undelivered entries (at most fanoutCap, oldest first)
+                       are delivered in that group to that consumer (XREADGROUP) and
+                       replied: the dispatcher of the same process hands them out at once
+                       (rendezvous start), no blocking read in between; they stay pending
+                       in the group until its ack, so a crash leaves them for a claim
+  ARGV[8..] trace      absent (nothing sent) or the match's trace context text: written
                        on the outbox entries of the resolutions (field t), and the reply
                        then names the registration context of each wait it resolved
 
   Returns
-    { OK, status, matchedWaitIds, lateWaitIds, collectedWaitIds?, registrationTraces }
+    { OK, status, matchedWaitIds, lateWaitIds, collectedWaitIds?, registrationTraces?, handed? }
                  status: m matched, b buffered, l late (and buffered); matchedWaitIds:
                  every wait that took the event; collectedWaitIds: those of them that
                  only collected it (a count-N wait short of N: still waiting), the
                  others are settled (absent without a trace when none); registrationTraces (only with a trace): per
-                 matched wait, its record's tc ("" for none)
+                 matched wait, its record's tc ("" for none); handed (only with a
+                 handoff that delivered some): the outbox entries as XREADGROUP gives
+                 them ({id, {field, value, ...}}, ...); the elements before it are then
+                 all present ({} for none)
     { DUPLICATE, originalStreamId }               the event key belongs to another entry
     { NOT_FOUND }                                 no event record (expired): nothing to do
   Appends: resolved / late_event history entries, outbox entries for resolutions.
@@ -59,7 +68,8 @@ local streamId, eventKey = ARGV[1], ARGV[2]
 local fanoutCap, retentionMs = ARGV[3] + 0, ARGV[4] + 0
 local now = nowMs(ARGV[5])
 local idPrefix = ARGV[6]
-local trace = ARGV[7] or ""
+local handoff = ARGV[7]
+local trace = ARGV[8] or ""
 
 local ev = loadEvent(keys.events, eventKey)
 if ev == nil then
@@ -213,6 +223,16 @@ if #matched > 0 then ev["mw"] = matched end
 if #late > 0 then ev["lf"] = late end
 ev["mc"] = collected
 saveEvent(keys.events, eventKey, ev)
+-- (only when a wait was settled: the event wrote outbox entries)
+if handoff ~= "" and #matched > (collected and #collected or 0) then
+  local space = string.find(handoff, " ", 1, true)
+  -- (pcall: a missing group leaves the entries to the blocking read, the match stands)
+  local read = redis.pcall("XREADGROUP", "GROUP", string.sub(handoff, 1, space - 1), string.sub(handoff, space + 1),
+    "COUNT", ARGV[3], "STREAMS", keys.outbox, ">")
+  if type(read) == "table" and read[1] then
+    return { C_OK, ev["st"], matched, late, collected or {}, registrations or {}, read[1][2] }
+  end
+end
 if registrations then
   return { C_OK, ev["st"], matched, late, collected or {}, registrations }
 end

@@ -140,6 +140,7 @@ export { createResources, queuePrefixFor, type ResourceOptions, type Resources }
 export {
   type ConsumeResult,
   type DeliverRequest,
+  type Handoff,
   type IngestInput,
   type IngestResult,
   type MatchResult,

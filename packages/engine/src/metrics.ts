@@ -22,6 +22,8 @@ export interface Metrics {
   readonly timeoutLateness: Histogram<"tenant">;
   /** continuations handed to a queue or webhook, by channel */
   readonly continuationsDispatched: Counter<"channel">;
+  /** outbox entries a match delivered straight to the dispatcher of its own process (`rendezvous start`) */
+  readonly outboxHandoffs: Counter;
   /** requests refused by a quota (docs/api.md, Quotas), by quota and tenant (an authenticated, configured one) */
   readonly quotaRefusals: Counter<"quota" | "tenant">;
   /** the registry version this process serves (0 before it has read one) */
@@ -82,6 +84,11 @@ export function createMetrics(registry: Registry = new Registry()): Metrics {
       name: "rendezvous_continuations_dispatched_total",
       help: "Continuations handed out, by channel (queue, webhook)",
       labelNames: ["channel"],
+      ...on,
+    }),
+    outboxHandoffs: new Counter({
+      name: "rendezvous_outbox_handoffs_total",
+      help: "Outbox entries a match handed straight to the dispatcher of its process, without a blocking read",
       ...on,
     }),
     quotaRefusals: new Counter({

@@ -13,7 +13,7 @@ export { type IngestInput, type IngestResult, REJECTIONS_KEPT } from "./systems/
 export type { TokenCompletion } from "./systems/tokens.js";
 export type { DeliverRequest } from "./systems/waits.js";
 export type { ConsumeResult } from "./transitions/consumeWait.js";
-export type { MatchResult } from "./transitions/matchEvent.js";
+export type { Handoff, MatchResult } from "./transitions/matchEvent.js";
 export type { TimeoutResult } from "./transitions/timeoutWait.js";
 
 export interface StoreOptions {

@@ -3,7 +3,7 @@
  * API, mounted by the HTTP app). Stopping drains: stop reading, finish in-flight
  * work, hand back what is not done (it stays pending for another process).
  */
-import { Pacer, type Resources } from "@rendezvous/engine";
+import { FAILPOINTS, failpointArmed, Pacer, type Resources } from "@rendezvous/engine";
 import { Dispatcher, Matcher, Scheduler } from "@rendezvous/workers";
 
 export const WORKER_ROLES = ["matcher", "scheduler", "dispatcher"] as const;
@@ -24,9 +24,13 @@ export async function startRoles(res: Resources, names: readonly WorkerRole[]): 
   // timeouts and their hand-out, so a burst's steps of the two take turns with a rest
   // after each instead of running back to back and starving the API's requests
   const pacer = names.includes("scheduler") && names.includes("dispatcher") ? new Pacer() : undefined;
-  const matcher = names.includes("matcher") ? new Matcher(res) : undefined;
   const scheduler = names.includes("scheduler") ? new Scheduler(res, { pacer }) : undefined;
   const dispatcher = names.includes("dispatcher") ? new Dispatcher(res, { pacer }) : undefined;
+  // matcher and dispatcher in one process: the match hands its outbox entries straight to
+  // the dispatcher (docs/architecture.md, "The chain in one process"); not with a failpoint
+  // armed, whose point between the two steps stays where docs/api.md puts it
+  const handoff = dispatcher && !FAILPOINTS.some(failpointArmed) ? dispatcher : undefined;
+  const matcher = names.includes("matcher") ? new Matcher(res, { dispatcher: handoff }) : undefined;
   let stopped = false;
   await scheduler?.start();
   await dispatcher?.start();

@@ -23,14 +23,17 @@ import { createHmac } from "node:crypto";
 import {
   bullmqTelemetryMetadata,
   ConsumerLoop,
+  DISPATCHER_GROUP,
   failpoint,
   failpointArmed,
+  type Handoff,
   Pacer,
   RESOLUTION_FEED,
   type RedisLike,
   type ResolutionEntry,
   type Resources,
   type Store,
+  type StreamEntry,
   type TraceCarrier,
   type TraceSpan,
   traceOfBullmqMetadata,
@@ -111,6 +114,10 @@ export class Dispatcher {
   readonly #step: number;
   #webhookWorker: Worker<WebhookJob> | undefined;
   #stopped = false;
+  /** partitions' entries being handed out now (read or handed over) */
+  #busy = 0;
+  /** this dispatcher's consumer, for the matcher of its process (see `handoff`) */
+  readonly #handoff: Handoff;
   #unfollow: (() => void) | undefined;
 
   constructor(res: Resources, opts: DispatcherOptions = {}) {
@@ -141,6 +148,7 @@ export class Dispatcher {
       consumer: opts.consumer,
       blockMs: opts.blockMs,
     });
+    this.#handoff = { group: DISPATCHER_GROUP, consumer: this.loop.consumer };
   }
 
   /** The BullMQ queue (cached) of a tenant's continuations, or of webhook deliveries. */
@@ -186,12 +194,37 @@ export class Dispatcher {
     await Promise.all([...this.#queues.values()].map((q) => q.close()));
   }
 
+  /**
+   * Where the matcher of this process has its matches deliver the outbox's new entries to
+   * this dispatcher (`rendezvous start`): its own consumer of group `dispatchers`; none
+   * while it hands out a step (or has stopped), so that under load its own read gathers
+   * what comes meanwhile into steps as big as without a handoff.
+   */
+  get handoff(): Handoff | undefined {
+    return this.#busy > 0 || this.#stopped ? undefined : this.#handoff;
+  }
+
+  /**
+   * Hands out outbox entries a match delivered to this dispatcher's consumer (see
+   * `handoff`), as if its read had: the same steps, acked after their jobs exist, left
+   * pending on failure or a crash (claimed after claimIdleMs, as any read entry).
+   */
+  take(partition: number, entries: StreamEntry[]): Promise<void> {
+    this.#res.metrics.outboxHandoffs.inc(entries.length);
+    return this.loop.handOver(partition, entries);
+  }
+
   /** A partition's entries in order, in paced steps of at most `step`. */
   async #handle(partition: number, entries: ResolutionEntry[]): Promise<void> {
     const step = this.#step;
-    for (let from = 0; from < entries.length; from += step) {
-      const slice = entries.slice(from, from + step);
-      await this.#paced(slice.length >= step, () => this.#dispatch(partition, slice));
+    this.#busy++;
+    try {
+      for (let from = 0; from < entries.length; from += step) {
+        const slice = entries.slice(from, from + step);
+        await this.#paced(slice.length >= step, () => this.#dispatch(partition, slice));
+      }
+    } finally {
+      this.#busy--;
     }
   }
 

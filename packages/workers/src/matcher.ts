@@ -16,7 +16,9 @@ import {
   EVENT_FEED,
   type EventEntry,
   failpoint,
+  type Handoff,
   type Resources,
+  type StreamEntry,
   type StreamEvent,
   type TraceSpan,
   traceOfText,
@@ -29,14 +31,26 @@ export interface MatcherOptions {
   consumer?: string;
   blockMs?: number;
   count?: number;
+  /**
+   * The dispatcher of this process, to which the match hands the outbox entries it
+   * wrote at once (`rendezvous start`, no failpoint armed): delivered to its consumer in
+   * the match script, handed out without its blocking read. Absent: the dispatchers read
+   * the outbox (split roles).
+   */
+  dispatcher?: {
+    readonly handoff: Handoff | undefined;
+    take(partition: number, entries: StreamEntry[]): Promise<void>;
+  };
 }
 
 export class Matcher {
   readonly #res: Resources;
   readonly loop: ConsumerLoop<EventEntry>;
+  readonly #dispatcher: MatcherOptions["dispatcher"];
 
   constructor(res: Resources, opts: MatcherOptions = {}) {
     this.#res = res;
+    this.#dispatcher = opts.dispatcher;
     const partitions = opts.partitions ?? res.store.keys.allPartitions();
     const logger = res.logger.child({ system: "matcher" });
     this.loop = new ConsumerLoop({
@@ -75,7 +89,15 @@ export class Matcher {
         : undefined;
     let results: Awaited<ReturnType<Resources["store"]["match"]>>;
     try {
-      results = await this.#res.store.match(partition, events, traces);
+      const dispatcher = this.#dispatcher;
+      const handoff = dispatcher?.handoff;
+      // handed out as soon as the match answers, beside the rest of this handling
+      results = await this.#res.store.match(
+        partition,
+        events,
+        traces,
+        handoff && dispatcher ? { to: handoff, take: (handed) => void dispatcher.take(partition, handed) } : undefined,
+      );
     } catch (err) {
       for (const s of spans ?? []) {
         s.fail(err);

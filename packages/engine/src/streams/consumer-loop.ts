@@ -225,6 +225,15 @@ export class ConsumerLoop<E extends { id: string }> {
     }
   }
 
+  /**
+   * Handles entries of a partition delivered to this consumer by other means than its
+   * read (a match script's handoff, see `Handoff`), as if read: the handler processes
+   * and acks them, `stop` waits for it, and a failure leaves them pending for a claim.
+   */
+  handOver(partition: number, entries: StreamEntry[]): Promise<void> {
+    return this.#process(this.#streamOf(partition), entries);
+  }
+
   /** Acknowledges processed entries of one partition's stream. */
   async ack(partition: number, ids: string[]): Promise<void> {
     const key = this.#streamOf(partition);

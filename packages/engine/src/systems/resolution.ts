@@ -6,10 +6,17 @@
 import { decodeParts } from "../encoding.js";
 import type { EngineContext } from "../engine-context.js";
 import { tagPartition, waitIdPrefix } from "../formats/index-members.js";
+import type { StreamEntry } from "../formats/stream-entries.js";
 import type { CountDelta } from "../quotas.js";
 import { expireRecordsCall, expireRecordsResult } from "../transitions/expireRecords.js";
 import { forgetRunPositionsCall } from "../transitions/forgetRunPositions.js";
-import { type MatchResult, matchEventCall, matchEventResult, settledCount } from "../transitions/matchEvent.js";
+import {
+  type Handoff,
+  type MatchResult,
+  matchEventCall,
+  matchEventResult,
+  settledCount,
+} from "../transitions/matchEvent.js";
 import type { Reply } from "../transitions/replies.js";
 import { type TimeoutResult, timeoutWaitCall, timeoutWaitResult } from "../transitions/timeoutWait.js";
 
@@ -18,12 +25,16 @@ export class ResolutionSystem {
 
   /**
    * Runs the match for stream entries of one partition, in one round trip; `traces[i]`,
-   * the trace context text of entry i's match, goes on the outbox entries it writes.
+   * the trace context text of entry i's match, goes on the outbox entries it writes;
+   * with `handoff`, a match that settled a wait delivers the outbox's new entries to the
+   * consumer `to`, and `take` gets them as soon as the match answers (before the quota
+   * counts are noted; also each result's `handed`).
    */
   async match(
     partition: number,
     entries: Array<{ streamId: string; eventKey: string }>,
     traces?: ReadonlyArray<string | undefined>,
+    handoff?: { to: Handoff; take: (entries: StreamEntry[]) => void },
   ): Promise<MatchResult[]> {
     const { keys, config } = this.ctx;
     const k = keys.partition(partition);
@@ -38,10 +49,13 @@ export class ResolutionSystem {
           retentionMs: config.retentionMs,
           now,
           idPrefix: waitIdPrefix(partition),
+          handoff: handoff?.to,
         }),
       ),
     );
     const results = replies.map(matchEventResult);
+    const handed = handoff ? results.flatMap((r) => r.handed ?? []) : [];
+    if (handed.length > 0) handoff?.take(handed);
     // the tenants' counts: waits it resolved leave `waiting` (not those that only collected
     // the event), an event it buffered is buffered
     const deltas = new Map<string, CountDelta>();

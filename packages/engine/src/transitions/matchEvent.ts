@@ -1,6 +1,7 @@
 /** matchEvent (lua/matchEvent-8.lua): the match for one stream entry of a partition. */
 
 import { RendezvousError } from "@rendezvous/protocol";
+import { type StreamEntry, toStreamEntries } from "../formats/stream-entries.js";
 import type { PartitionKeys } from "../keys.js";
 import { Code, failure, type Reply } from "./replies.js";
 import { clock, type ScriptCall, transitionCall } from "./run.js";
@@ -15,6 +16,8 @@ export interface MatchResult {
   late: string[];
   /** with a trace: the registration trace context text of each matched wait ("" for none) */
   registrations?: string[];
+  /** with a handoff: the outbox entries delivered to its consumer by the match (raw, to decode) */
+  handed?: StreamEntry[];
 }
 
 export interface MatchEventArgs {
@@ -27,6 +30,18 @@ export interface MatchEventArgs {
   idPrefix: string;
   /** the match's trace context text, written on the resolutions' outbox entries ("" or absent: none) */
   trace?: string;
+  /** a consumer of an outbox group to deliver the outbox's new entries to (see `Handoff`) */
+  handoff?: Handoff;
+}
+
+/**
+ * Where a match that settled a wait delivers the outbox's undelivered entries, in the
+ * same script: a consumer of the outbox's group (the dispatcher of the matcher's own
+ * process), which then hands them out without a blocking read's wake-up.
+ */
+export interface Handoff {
+  group: string;
+  consumer: string;
 }
 
 export function matchEventCall(k: PartitionKeys, a: MatchEventArgs): ScriptCall {
@@ -37,6 +52,7 @@ export function matchEventCall(k: PartitionKeys, a: MatchEventArgs): ScriptCall 
     retentionMs: a.retentionMs,
     now: clock(a.now),
     idPrefix: a.idPrefix,
+    handoff: a.handoff ? `${a.handoff.group} ${a.handoff.consumer}` : "",
     trace: a.trace ? [a.trace] : [],
   });
 }
@@ -46,7 +62,7 @@ export function settledCount(r: MatchResult): number {
   return r.matched.length - r.collected.length;
 }
 
-export function matchEventResult([code, status, matched, late, collected, registrations]: Reply): MatchResult {
+export function matchEventResult([code, status, matched, late, collected, registrations, handed]: Reply): MatchResult {
   if (code === Code.DUPLICATE) return { status: "duplicate", matched: [], collected: [], late: [] };
   if (code === Code.NOT_FOUND) return { status: "missing", matched: [], collected: [], late: [] };
   if (code !== Code.OK) throw failure(code);
@@ -59,5 +75,6 @@ export function matchEventResult([code, status, matched, late, collected, regist
     late: (late as string[]) ?? [],
   };
   if (Array.isArray(registrations) && registrations.length > 0) result.registrations = registrations as string[];
+  if (Array.isArray(handed) && handed.length > 0) result.handed = toStreamEntries(handed);
   return result;
 }

@@ -1,0 +1,62 @@
+/**
+ * The chain in one process (docs/architecture.md): `rendezvous start` hands each match's
+ * outbox entries straight to its dispatcher (rendezvous_outbox_handoffs_total counts
+ * them), and does not when a failpoint is armed, whose point stays where docs/api.md puts
+ * it; the continuation is dispatched once either way.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { bearer, client, producerKey, request, type Started, startServer, until } from "./e2e-helpers.js";
+
+const HOST_KEY = "hk_acme_handoff";
+const PRODUCER_KEY = "pk_billing_handoff";
+const CONFIG = {
+  partitions: 4,
+  tenants: { acme: { hostKeys: [HOST_KEY], producers: { billing: { keys: [PRODUCER_KEY], eventTypes: ["*"] } } } },
+};
+
+/** Resolves `n` waits through the API; the value of rendezvous_outbox_handoffs_total after. */
+async function resolveAndCount(server: Started, n: number): Promise<number> {
+  const host = client(server.url, bearer(HOST_KEY));
+  const producer = client(server.url, producerKey("acme/billing", PRODUCER_KEY));
+  for (let i = 0; i < n; i++) {
+    const reg = await host.post("/v1/waits", {
+      runId: `run-${i}`,
+      position: "p",
+      eventType: "job.done",
+      correlationId: `c-${i}`,
+    });
+    expect(reg.status).toBe(201);
+    const pub = await producer.post("/v1/events", { id: `evt-${i}`, type: "job.done", correlationId: `c-${i}` });
+    expect(pub.status).toBe(202);
+    // dispatched: the timeline says so, once
+    const wait = await until(async () => {
+      const r = await host.get(`/v1/waits/${reg.body.wait.id}`);
+      const w = r.body.wait;
+      return w?.history.some((h: { what: string }) => h.what === "continuation_dispatched") ? w : undefined;
+    });
+    expect(wait.history.filter((h: { what: string }) => h.what === "continuation_dispatched")).toHaveLength(1);
+  }
+  const metrics = await request(server.url, "GET", "/metrics");
+  const m = /^rendezvous_outbox_handoffs_total(?:\{[^}]*\})? (\d+)/m.exec(metrics.text);
+  expect(m, "rendezvous_outbox_handoffs_total on /metrics").not.toBeNull();
+  return Number(m?.[1]);
+}
+
+describe("rendezvous start: the match hands its resolutions to the dispatcher of its process", () => {
+  let server: Started | undefined;
+  afterEach(async () => {
+    if (server) expect((await server.proc.terminate()).code).toBe(0);
+    server = undefined;
+  });
+
+  it("takes the handoff for each resolution", async () => {
+    server = await startServer({ config: CONFIG });
+    expect(await resolveAndCount(server, 3)).toBe(3);
+  }, 60_000);
+
+  it("reads the outbox instead when a failpoint is armed", async () => {
+    // (armed, never reached: no timeout fires in this test)
+    server = await startServer({ config: CONFIG, env: { RENDEZVOUS_FAILPOINTS: "scheduler.after-timeout=crash" } });
+    expect(await resolveAndCount(server, 2)).toBe(0);
+  }, 60_000);
+});
