@@ -78,5 +78,8 @@ if what == "job_attached" then
   wait["j"] = entry["j"]
 end
 pushHistory(wait, entry)
-saveWait(keys.waits, waitId, wait)
-return { C_OK, cjson.encode(wait) }
+-- (the reply is the stored text: one encode of the record, not two; a record with a
+-- history is JSON, so it reads as before)
+local record = encodeWait(wait)
+redis.call("HSET", keys.waits, waitId, record)
+return { C_OK, record }

@@ -68,3 +68,24 @@ describe("continuation_dispatched", () => {
     expect(w?.history.filter((x) => x.what === "sweeper_rescheduled")).toHaveLength(2);
   });
 });
+
+describe("the annotation's reply", () => {
+  it("is the wait as stored: on a settled wait and on a waiting one (job_attached)", async () => {
+    const { h, id } = await resolvedWait();
+    h.tick(3);
+    const annotated = await h.store.annotate(null, id, "continuation_dispatched", {
+      queue: "continuations.acme",
+      jobId: id,
+    });
+    expect(annotated).toEqual(await h.store.getWait("acme", id));
+    const { wait } = await h.store.register("acme", {
+      runId: "r2",
+      position: "p",
+      eventType: "job.done",
+      correlationId: "j2",
+    });
+    const attached = await h.store.attachJob("acme", wait.id, "ext-1");
+    expect(attached.externalJobId).toBe("ext-1");
+    expect(attached).toEqual(await h.store.getWait("acme", wait.id));
+  });
+});
