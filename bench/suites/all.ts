@@ -29,6 +29,7 @@ import { fairnessOptions, quotaFairness } from "../quota-fairness.js";
 import type { BurstResult } from "../timeouts-burst.js";
 import { continuationsBench } from "./continuations.js";
 import { event, ingest, oneAtATime, paced, registerTargets, startPath, type Target, throughput } from "./e2e.js";
+import { registerPending, type ScaleRun, scaleBench } from "./scale.js";
 import { shapesBench } from "./shapes.js";
 import { memoryCase, precision } from "./timeouts.js";
 
@@ -290,36 +291,14 @@ export async function main(): Promise<void> {
     // 6. buffered events (run before scale: scale leaves many pending waits behind)
     const buffered = await scenario("6. buffered", 3, async (step) => bufferedRun(api, queue, waits, step));
     results.buffered = buffered;
-    // 5. scale: e2e throughput with 1k vs many active waits
-    const scale = await scenario("5. scale", 6, async (step) => {
-      const small = 1000;
-      // each condition measured twice, the better run kept: on a shared machine a run
-      // can lose half its rate to other processes, and the ratio is the point here
-      const best = async () => {
-        const rates: number[] = [];
-        for (let run = 0; run < 2; run++) {
-          const targets = await registerTargets(api, waits, 200);
-          const r = await throughput(api, admin, queue, stages, targets, {
-            batch,
-            inFlight: batchesInFlight,
-            maxMs: quick ? 40_000 : 300_000,
-          });
-          rates.push(r.steadyPerSec);
-          step();
-        }
-        return rates;
-      };
-      progress(`${small} extra pending waits`);
-      await bulkRegister(api, small);
-      const r1 = await best();
-      const t0 = performance.now();
-      await bulkRegister(api, scaleBig - small, (n) => progress(`registered ${fmt(n)} of ${fmt(scaleBig - small)}`));
-      const bulkRate = (scaleBig - small) / ((performance.now() - t0) / 1000);
-      step();
-      const r2 = await best();
-      step();
-      return { small, big: scaleBig, runs1: r1, runs2: r2, r1: Math.max(...r1), r2: Math.max(...r2), bulkRate };
-    });
+    // 5. scale: e2e throughput with 1k vs many active waits (suites/scale.ts: AOF rewrites waited out)
+    const scale = await scenario("5. scale", 6, (step) =>
+      scaleBench(
+        { api, admin, queue, stages },
+        { waits, big: scaleBig, batch, inFlight: batchesInFlight, maxMs: quick ? 40_000 : 300_000 },
+        step,
+      ),
+    );
     results.scale = scale;
 
     // memory per pending wait (flushes the server: last)
@@ -342,13 +321,13 @@ export async function main(): Promise<void> {
     const ratio = scale.r2 / scale.r1;
     add({
       scenario: "5. scale",
-      metric: `e2e events/s with ${fmt(scale.small)} pending waits (best of 2: ${scale.runs1.map((r) => fmt(r)).join(", ")})`,
+      metric: `e2e events/s with ${fmt(scale.small)} pending waits (best of 2: ${runsText(scale.runs1)})`,
       value: fmt(scale.r1),
       ceiling: ofCeiling(scale.r1),
     });
     add({
       scenario: "5. scale",
-      metric: `e2e events/s with ${fmt(scale.big)} pending waits (best of 2: ${scale.runs2.map((r) => fmt(r)).join(", ")})`,
+      metric: `e2e events/s with ${fmt(scale.big)} pending waits (best of 2: ${runsText(scale.runs2)}; AOF rewritten before, ${fmt(scale.rewriteSeconds, 0)} s)`,
       value: fmt(scale.r2),
       ceiling: ofCeiling(scale.r2),
     });
@@ -524,28 +503,9 @@ export async function main(): Promise<void> {
   }
 }
 
-/** Registers a pending wait (deadline 1 h ahead) for a correlation id. */
-function registerPending(api: Resources, correlationId: string) {
-  return api.store.register(TENANT, {
-    runId: runId(),
-    position: POSITION,
-    eventType: EVENT_TYPE,
-    correlationId,
-    timeoutMs: 3_600_000,
-  });
-}
-
-/** Registers `count` pending waits (deadline 1 h ahead) as fast as the Store takes them: 1,000 in flight. */
-async function bulkRegister(api: Resources, count: number, report?: (n: number) => void): Promise<void> {
-  const chunk = 50_000;
-  for (let from = 0; from < count; from += chunk) {
-    const n = Math.min(chunk, count - from);
-    const ids = correlationIds(n);
-    await runPool(n, 1000, async (i) => {
-      await registerPending(api, ids[i] as string);
-    });
-    report?.(from + n);
-  }
+/** A scale condition's runs: events/s, and the forks (AOF rewrites) during each, if any. */
+function runsText(runs: ScaleRun[]): string {
+  return runs.map((r) => `${fmt(r.rate)}${r.forks > 0 ? ` (${r.forks} fork)` : ""}`).join(", ");
 }
 
 /** 50 % of the events before their waits: all events ingested, then the missing waits registered. */

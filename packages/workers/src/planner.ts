@@ -23,6 +23,8 @@ export interface PlannerOptions {
   bucketMs?: number;
   /** bucket jobs are made for deadlines up to this far ahead @defaultValue 5000 */
   lookaheadMs?: number;
+  /** told of every deadline within the lookahead that plan() is given (the Scheduler's wake-up) */
+  onPlan?: (deadline: number) => void;
 }
 
 /** Most jobs per MULTI when adding bucket jobs: a long MULTI stalls every client. */
@@ -35,12 +37,14 @@ export class TimeoutPlanner {
   readonly queue: Queue<BucketJob>;
   readonly #bucketMs: number;
   readonly #lookaheadMs: number;
+  readonly #onPlan: ((deadline: number) => void) | undefined;
   /** bucket job ids this process added, by bucket end (forgotten once past) */
   readonly #added = new Map<string, number>();
 
   constructor(res: Resources, opts: PlannerOptions = {}) {
     this.#bucketMs = opts.bucketMs ?? 20;
     this.#lookaheadMs = opts.lookaheadMs ?? 5000;
+    this.#onPlan = opts.onPlan;
     const log = res.logger.child({ system: "scheduler" });
     this.queue = new Queue<BucketJob>(TIMEOUT_QUEUE, {
       connection: res.connect("scheduler-queue", { blocking: true }),
@@ -61,6 +65,7 @@ export class TimeoutPlanner {
     const jobs = new Map<string, BucketJob>();
     for (const { deadline } of deadlines) {
       if (deadline > now + this.#lookaheadMs) continue;
+      this.#onPlan?.(deadline);
       const at = Math.ceil(deadline / this.#bucketMs) * this.#bucketMs;
       const id = `t.${at}`;
       if (!this.#added.has(id)) jobs.set(id, { at });

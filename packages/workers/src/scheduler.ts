@@ -12,6 +12,19 @@
  * process, so a burst of timeouts does not starve the API or other clients.
  * Bucket jobs are added by a `TimeoutPlanner` (planner.ts); retention runs at the end
  * of each sweep (retention.ts).
+ *
+ * The wake-up. A bucket job reaches its worker through BullMQ's promotion of delayed
+ * jobs, which happens only when the worker fetches a job: while a long firing run holds
+ * the worker's slots (its jobs wait for the run they joined), nothing is promoted, and
+ * every wait due meanwhile waits for that run to end, a job to complete and the next to
+ * be fetched (seconds under load). So the scheduler also wakes itself: each pass reads,
+ * with the due waits, the earliest deadline still ahead (same round trip), and a local
+ * timer starts the next pass at that deadline (at the soonest `wakeGapMs` after the last
+ * pass began, so a steady stream of deadlines costs at most 1000 / wakeGapMs passes a
+ * second); deadlines this process plans (its sweeper, retries, the API under `start`)
+ * arm it too. The bucket jobs stay: they wake a scheduler for deadlines it has not seen
+ * (a wait registered by another process, due within the sweep period) and after a
+ * crash, and the deadline index stays the source of truth.
  */
 import { Pacer, PartitionReader, type Resources, type Store } from "@rendezvous/engine";
 import { type Job, type Queue, Worker } from "bullmq";
@@ -47,6 +60,12 @@ export interface SchedulerOptions {
   restRatio?: number;
   /** paces the timeout steps; `rendezvous start` shares one with the dispatcher @defaultValue a pacer of its own */
   pacer?: Pacer;
+  /**
+   * the local wake-up (above) starts a pass at most this soon after the last one began;
+   * a timeout fires at most this late plus processing when this process knows its
+   * deadline @defaultValue 10
+   */
+  wakeGapMs?: number;
   /** bucket worker concurrency @defaultValue 4 */
   concurrency?: number;
   /** partitions this process sweeps @defaultValue all */
@@ -71,6 +90,13 @@ export class Scheduler {
   /** the fireDue run in progress, and whether a caller asked for another pass meanwhile */
   #firing: Promise<FireResult> | undefined;
   #again = false;
+  /** the local wake-up: its timer, when it fires (Infinity: not armed), when the last pass began */
+  #wakeTimer: NodeJS.Timeout | undefined;
+  #wakeAt = Number.POSITIVE_INFINITY;
+  #lastPassAt = 0;
+  /** the earliest deadline ahead that the last pass read (null: none) */
+  #next: number | null = null;
+  #running = false;
 
   constructor(res: Resources, opts: SchedulerOptions = {}) {
     this.#res = res;
@@ -83,11 +109,16 @@ export class Scheduler {
       batch: opts.batch ?? 1000,
       step: Math.max(1, opts.step ?? 50),
       pacer: opts.pacer ?? new Pacer(Math.max(0, opts.restRatio ?? 1)),
+      wakeGapMs: Math.max(1, opts.wakeGapMs ?? 10),
       concurrency: opts.concurrency ?? 4,
       partitions: opts.partitions ?? res.store.keys.allPartitions(),
     };
     this.#log = res.logger.child({ system: "scheduler" });
-    this.planner = new TimeoutPlanner(res, { bucketMs: this.#o.bucketMs, lookaheadMs: this.#o.lookaheadMs });
+    this.planner = new TimeoutPlanner(res, {
+      bucketMs: this.#o.bucketMs,
+      lookaheadMs: this.#o.lookaheadMs,
+      onPlan: (deadline) => this.#wake(deadline),
+    });
     this.queue = this.planner.queue;
   }
 
@@ -97,6 +128,7 @@ export class Scheduler {
   }
 
   async start(): Promise<void> {
+    this.#running = true;
     this.#worker = new Worker<BucketJob>(TIMEOUT_QUEUE, (job) => this.#fire(job), {
       connection: this.#res.connect("scheduler-worker", { blocking: true }),
       prefix: this.#res.queuePrefix,
@@ -120,6 +152,10 @@ export class Scheduler {
   }
 
   async stop(): Promise<void> {
+    this.#running = false;
+    clearTimeout(this.#wakeTimer);
+    this.#wakeTimer = undefined;
+    this.#wakeAt = Number.POSITIVE_INFINITY;
     if (this.#sweepTimer) clearInterval(this.#sweepTimer);
     this.#sweepTimer = undefined;
     await this.#sweeping;
@@ -165,8 +201,32 @@ export class Scheduler {
     };
     this.#firing = run().finally(() => {
       this.#firing = undefined;
+      if (this.#next !== null) this.#wake(this.#next);
     });
     return this.#firing;
+  }
+
+  /**
+   * Arms the local wake-up for a deadline within the lookahead (a later one is the
+   * sweeper's), unless it is armed for sooner: a pass then, or `wakeGapMs` after the last
+   * pass began if that is later. Only while started.
+   */
+  #wake(deadline: number): void {
+    if (!this.#running) return;
+    const now = Date.now();
+    if (deadline > now + this.#o.lookaheadMs) return;
+    const at = Math.max(deadline, this.#lastPassAt + this.#o.wakeGapMs);
+    if (at >= this.#wakeAt) return;
+    clearTimeout(this.#wakeTimer);
+    this.#wakeAt = at;
+    this.#wakeTimer = setTimeout(
+      () => {
+        this.#wakeTimer = undefined;
+        this.#wakeAt = Number.POSITIVE_INFINITY;
+        this.fireDue().catch((err) => this.#log.error({ err }, "timeout pass failed"));
+      },
+      Math.max(0, at - now),
+    );
   }
 
   /** Reads due waits (at most `batch` per partition, one pipelined read) and fires them in steps, until none is due. */
@@ -176,7 +236,9 @@ export class Scheduler {
     const total = noFiring();
     for (;;) {
       const now = Date.now();
-      const results = await new PartitionReader(store).dueByPartition(all, now, this.#o.batch);
+      this.#lastPassAt = now;
+      const { due: results, next } = await new PartitionReader(store).dueAndNext(all, now, this.#o.batch);
+      this.#next = next;
       const due: string[] = [];
       let full = false;
       for (const ids of results) {

@@ -88,6 +88,31 @@ describe("scheduler", () => {
     }
   });
 
+  it("wakes itself at the next deadline a pass read: waits time out on time with no bucket job running", async () => {
+    const res = makeResources();
+    const scheduler = new Scheduler(res, { sweepIntervalMs: 60_000 });
+    await scheduler.start();
+    // no bucket job runs while the queue is paused: only the scheduler's own wake-up fires
+    await scheduler.queue.pause();
+    try {
+      const a = (await res.store.register("acme", spec("run-a", "job-a", 1500))).wait;
+      const b = (await res.store.register("acme", spec("run-b", "job-b", 2000))).wait;
+      // one pass (as any bucket job makes): it reads a's deadline, a's pass reads b's
+      await scheduler.fireDue();
+      for (const w of [a, b]) {
+        const done = await eventually(async () => {
+          const x = await res.store.getWait("acme", w.id);
+          return x?.state === "timed_out" ? x : undefined;
+        }, 5000);
+        const lateness = Date.parse(done.resolution?.at ?? "") - Date.parse(w.deadline ?? "");
+        expect(lateness).toBeGreaterThanOrEqual(0);
+        expect(lateness).toBeLessThan(500);
+      }
+    } finally {
+      await scheduler.stop();
+    }
+  });
+
   it("the sweeper schedules bucket jobs for deadlines coming up", async () => {
     const res = makeResources();
     const scheduler = new Scheduler(res, { sweepIntervalMs: 60_000, lookaheadMs: 5000 });

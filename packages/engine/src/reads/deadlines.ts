@@ -40,6 +40,40 @@ export async function dueByPartition(
   });
 }
 
+/**
+ * {@link dueByPartition}, and in the same round trip the earliest deadline after `now`
+ * over those partitions (null: none): when the scheduler has to look next.
+ */
+export async function dueAndNext(
+  src: ReaderSource,
+  partitions: number[],
+  now: number,
+  limit: number,
+): Promise<{ due: string[][]; next: number | null }> {
+  const results = await execBatch(
+    src.redis,
+    partitions.flatMap((p) => {
+      const key = src.keys.partition(p).deadlines;
+      return [
+        { key, add: (pl) => pl.zrangebyscore(key, "-inf", now, "LIMIT", 0, limit) },
+        { key, add: (pl) => pl.zrangebyscore(key, `(${now}`, "+inf", "WITHSCORES", "LIMIT", 0, 1) },
+      ] satisfies BatchCommand[];
+    }),
+  );
+  const due: string[][] = [];
+  let next: number | null = null;
+  for (let i = 0; i < results.length; i += 2) {
+    const [err, ids] = results[i] ?? [new Error("no reply"), null];
+    if (err) throw err;
+    due.push(ids as string[]);
+    const [err2, first] = results[i + 1] ?? [new Error("no reply"), null];
+    if (err2) throw err2;
+    const score = (first as string[])[1];
+    if (score !== undefined && (next === null || Number(score) < next)) next = Number(score);
+  }
+  return { due, next };
+}
+
 /** Waits of every partition whose deadline is at or before `now`: one pipelined ZCOUNT per partition. */
 export async function countDue(src: ReaderSource, now: number): Promise<number> {
   const replies = await execBatch(

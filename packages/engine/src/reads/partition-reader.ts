@@ -18,7 +18,14 @@ import {
   type TenantWaitCounts,
   waitTotals,
 } from "./console-reads.js";
-import { type DeadlineScan, dueByPartition, dueWaits, type ScanOptions, scanDeadlines } from "./deadlines.js";
+import {
+  type DeadlineScan,
+  dueAndNext,
+  dueByPartition,
+  dueWaits,
+  type ScanOptions,
+  scanDeadlines,
+} from "./deadlines.js";
 import { nearMisses } from "./evidence.js";
 import { ensurePartitionCount, storedPartitionCount, storedPlacement, writeReadyProbe } from "./meta.js";
 import type { ReaderSource } from "./source.js";
@@ -58,6 +65,11 @@ export class PartitionReader {
   /** Ids of each partition's waits due at `now`, at most `limit` per partition (one pipelined read). */
   dueByPartition(partitions: number[], now: number, limit: number): Promise<string[][]> {
     return dueByPartition(this.#src, partitions, now, limit);
+  }
+
+  /** {@link dueByPartition}, and the earliest deadline after `now` over them (null: none), in the same round trip. */
+  dueAndNext(partitions: number[], now: number, limit: number): Promise<{ due: string[][]; next: number | null }> {
+    return dueAndNext(this.#src, partitions, now, limit);
   }
 
   /** The sweeper's bounded read: overdue waits and one deadline per upcoming bucket. */
