@@ -199,7 +199,10 @@ async function main(): Promise<number> {
           for (const role of roles) rss[role.spec.name] = rssMb(role.pid);
           const { entries, ...mem } = r;
           samples.push({ t: Math.round((Date.now() - startedAt) / 1000), rssMb: rss, redis: mem, entries });
-          say(`sample t=${samples.at(-1)?.t}s redis ${mem.usedMb} MB, ${mem.keys} keys`);
+          const perWait = mem.completedJobs > 0 ? Math.round(mem.continuationJobBytes / mem.completedJobs) : "-";
+          say(
+            `sample t=${samples.at(-1)?.t}s redis ${mem.usedMb} MB, ${mem.keys} keys, continuations ${perWait} B/wait`,
+          );
           const next = Date.now() + 20_000;
           while (sampling && Date.now() < next) await sleep(250);
         }
