@@ -57,7 +57,9 @@ async function bytesByKind(redis: Redis): Promise<Map<string, number>> {
 const sum = (m: Map<string, number>, f: (kind: string) => boolean) =>
   [...m].reduce((n, [k, v]) => (f(k) ? n + v : n), 0);
 /** the partition keys kept for a wait's life and its retention; not the streams (`s`, `o`), trimmed once their entries are processed */
-const partition = (k: string) => k.startsWith("p:") && k !== "p:s" && k !== "p:o";
+const partition = (k: string) => k.startsWith("p:") && k !== "p:s" && k !== "p:o" && k !== "p:id";
+/** the events' dedup records, kept dedupWindowMs (7 days by default) */
+const dedup = (k: string) => k === "p:id";
 const streams = (k: string) => k === "p:s" || k === "p:o";
 /** the continuation jobs: job hashes and the queue's sets (the cursor included), not its capped events stream */
 const perJob = (k: string) => k.startsWith("q:") && k !== "q:events";
@@ -149,6 +151,7 @@ export async function main(): Promise<void> {
       pendingWait: per(s0, s1, partition),
       settledWait: per(s0, s2, partition),
       consumedWait: per(s0, s3, partition),
+      dedupRecord: per(s0, s3, dedup),
       streamsResolved: per(s0, s2, streams),
       streamsConsumed: per(s0, s3, streams),
       waitingJob: per(s0, s2, perJob),
@@ -168,8 +171,9 @@ export async function main(): Promise<void> {
       ["item", "bytes"],
       [
         ["pending wait (partition keys)", fmt(result.pendingWait, 0)],
-        ["settled wait, with its event (partition keys)", fmt(result.settledWait, 0)],
+        ["settled wait, with its event (partition keys but dedup)", fmt(result.settledWait, 0)],
         ["settled and consumed wait (partition keys)", fmt(result.consumedWait, 0)],
+        ["its event's dedup record (kept dedupWindowMs)", fmt(result.dedupRecord, 0)],
         [
           "partition streams and outboxes (until trimmed), resolved / consumed",
           `${fmt(result.streamsResolved, 0)} / ${fmt(result.streamsConsumed, 0)}`,
@@ -194,14 +198,15 @@ export async function main(): Promise<void> {
     const day = 86_400;
     const retained = (rate: number) => {
       const settled = rate * day * result.consumedWait;
+      const dedups = rate * 7 * day * result.dedupRecord;
       const continuations = rate * day * result.compactedJob + rate * 10 * (result.completedJob - result.compactedJob);
       const uncompacted = rate * day * result.completedJob;
-      return [rate, gb(settled), gb(continuations), gb(uncompacted)];
+      return [rate, gb(settled), gb(dedups), gb(continuations), gb(uncompacted)];
     };
     const gb = (b: number) => `${fmt(b / 1e9, 2)} GB`;
     printTable(
-      "Held at a steady rate, default retentions (settled waits and completed continuations 1 day, compaction after 10 s)",
-      ["resolutions/s", "settled waits", "continuations (compacted)", "continuations (not compacted)"],
+      "Held at a steady rate, default retentions (settled waits and completed continuations 1 day, dedup 7 days, compaction after 10 s)",
+      ["resolutions/s", "settled waits", "dedup records", "continuations (compacted)", "continuations (not compacted)"],
       [10, 100, 1000].map(retained),
     );
     console.log(`results: ${saveResults("capacity", result)}`);
