@@ -15,8 +15,10 @@
 
   The jobs are taken in the order of `completed` (by finish time), from just after the
   cursor's member (its rank, or where its score would be once it is gone), while their
-  finish time is at most ARGV[2], at most ARGV[3] of them. A job already compacted, or
-  whose hash is gone, or that is no `continuation` job, is passed over unchanged.
+  finish time is at most ARGV[2], at most ARGV[3] of them. A job already compacted (it has
+  no `opts`: BullMQ writes them on every job), or whose hash is gone, or that is no
+  `continuation` job, is passed over unchanged. The Wait is never read into the script,
+  nor the scores of the jobs but the last one's (the cursor).
 
   KEYS[1] completed  <prefix>:<queue>:completed     zset jobId -> finishedOn (BullMQ's)
   KEYS[2] cursor     <prefix>:<queue>:rdv:compacted hash score, member: the last job passed
@@ -29,7 +31,7 @@
     { compacted, examined, more (1 = a job past the limit is due too) }
 ]]
 --@keys
-local jobPrefix, upTo, limit = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local jobPrefix, upTo, limit = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local STUB = '{"compacted":true}'
 
 local cursor = redis.call("HMGET", keys.cursor, "score", "member")
@@ -44,23 +46,18 @@ if cursor[2] then
   end
 end
 
--- one more than the limit: whether the next one is due too
-local items = redis.call("ZRANGE", keys.completed, from, from + limit, "WITHSCORES")
-local compacted, examined = 0, 0
-local lastScore, lastMember
-local more = 0
-for i = 1, #items, 2 do
-  local id, score = items[i], tonumber(items[i + 1])
-  if score > upTo then break end
-  if examined == limit then
-    more = 1
-    break
-  end
-  examined = examined + 1
-  lastScore, lastMember = items[i + 1], id
+-- the jobs due are the ranks below `due`; one past the limit tells whether more are due
+local due = redis.call("ZCOUNT", keys.completed, "-inf", upTo)
+local to = math.min(due, from + limit) - 1
+if to < from then
+  return { 0, 0, 0 }
+end
+local ids = redis.call("ZRANGE", keys.completed, from, to)
+local compacted = 0
+for _, id in ipairs(ids) do
   local key = jobPrefix .. id
-  local f = redis.call("HMGET", key, "name", "data", "timestamp", "processedOn", "finishedOn", "atm")
-  if f[1] == "continuation" and f[2] and f[2] ~= STUB then
+  local f = redis.call("HMGET", key, "name", "opts", "timestamp", "processedOn", "finishedOn", "atm")
+  if f[1] == "continuation" and f[2] then
     redis.call("DEL", key)
     local kept = { "name", f[1], "data", STUB }
     local names = { "timestamp", "processedOn", "finishedOn", "atm" }
@@ -74,7 +71,6 @@ for i = 1, #items, 2 do
     compacted = compacted + 1
   end
 end
-if lastMember then
-  redis.call("HSET", keys.cursor, "score", lastScore, "member", lastMember)
-end
-return { compacted, examined, more }
+local last = ids[#ids]
+redis.call("HSET", keys.cursor, "score", redis.call("ZSCORE", keys.completed, last), "member", last)
+return { compacted, #ids, (to + 1 < due) and 1 or 0 }

@@ -213,4 +213,25 @@ describe("compaction of completed continuation jobs", () => {
     ]);
     for (const id of ids) expect(await res.redis.hget(jobKey(id), "data")).toBe('{"compacted":true}');
   });
+
+  it("goes on after the cursor's job was removed by age, from the first job of its finish time", async () => {
+    const { res, queue, dispatcher, jobKey } = setup({ continuationCompactAfterMs: 0 });
+    await dispatcher.start();
+    await resolved(res, queue, 5, "g");
+    const worker = hostWorker(res);
+    await eventually(async () => (await queue.getCompletedCount()) === 5 || undefined);
+    await worker.close();
+    const { compactContinuations } = await import("@rendezvous/engine");
+    const completed = `${res.queuePrefix}:${QUEUE}:completed`;
+    const first = await compactContinuations(res.redis, res.queuePrefix, [QUEUE], Date.now(), 2);
+    expect(first[0]?.compacted).toBe(2);
+    // BullMQ's age removal takes the two oldest (the cursor's job among them)
+    const gone = await res.redis.zrange(completed, 0, 1);
+    await res.redis.zrem(completed, ...gone);
+    await res.redis.del(...gone.map(jobKey));
+    const rest = await res.redis.zrange(completed, 0, -1);
+    const next = await compactContinuations(res.redis, res.queuePrefix, [QUEUE], Date.now(), 10);
+    expect(next[0]?.compacted).toBe(3);
+    for (const id of rest) expect(await res.redis.hget(jobKey(id), "data")).toBe('{"compacted":true}');
+  });
 });
