@@ -226,10 +226,10 @@ describe("compaction of completed continuation jobs", () => {
     const first = await compactContinuations(res.redis, res.queuePrefix, [QUEUE], Date.now(), 2);
     expect(first[0]?.compacted).toBe(2);
     // BullMQ's age removal takes the two oldest (the cursor's job among them)
-    const gone = await res.redis.zrange(completed, 0, 1);
+    const gone = await res.redis.zrange(completed, "0", "1");
     await res.redis.zrem(completed, ...gone);
     await res.redis.del(...gone.map(jobKey));
-    const rest = await res.redis.zrange(completed, 0, -1);
+    const rest = await res.redis.zrange(completed, "0", "-1");
     const next = await compactContinuations(res.redis, res.queuePrefix, [QUEUE], Date.now(), 10);
     expect(next[0]?.compacted).toBe(3);
     for (const id of rest) expect(await res.redis.hget(jobKey(id), "data")).toBe('{"compacted":true}');
