@@ -56,9 +56,13 @@ export class QuotaRecount {
   }
 }
 
-/** Completed continuation jobs examined per queue per call, and calls per run. */
-export const COMPACT_BATCH = 500;
-const COMPACT_ROUNDS = 4;
+/**
+ * Completed continuation jobs examined per queue per call, and calls per run: a call of 100
+ * holds Redis for about 2 ms (some 80k instructions per job), so a backlog (after a
+ * scheduler outage) does not stall the resolve path; 20 calls take 2,000 jobs per queue per run.
+ */
+export const COMPACT_BATCH = 100;
+const COMPACT_ROUNDS = 20;
 
 /**
  * Compaction of completed continuation jobs (the engine's continuations.ts): each queue of
