@@ -112,6 +112,17 @@ describe("compaction of completed continuation jobs", () => {
     expect(await scheduler.compact()).toBe(0);
   });
 
+  it("the scheduler's sweep compacts (retention's last step)", async () => {
+    const { res, queue, dispatcher, scheduler, jobKey } = setup({ continuationCompactAfterMs: 0 });
+    await dispatcher.start();
+    const [waitId] = (await resolved(res, queue, 1, "s")) as [string];
+    const worker = hostWorker(res);
+    await eventually(async () => (await queue.getCompletedCount()) === 1 || undefined);
+    await worker.close();
+    await scheduler.sweep();
+    expect(await res.redis.hget(jobKey(waitId), "data")).toBe('{"compacted":true}');
+  });
+
   it("a re-dispatch of a compacted job's wait adds no job and no second continuation_dispatched", async () => {
     const { res, queue, dispatcher, scheduler, jobKey } = setup({ continuationCompactAfterMs: 0 });
     const [waitId] = (await settle(res, 1, "b")) as [string];
