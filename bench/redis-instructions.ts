@@ -18,6 +18,13 @@
  *   rateLimitPerSec, all three limits set, none reached), one script call each; a batch
  *   request makes one check for all its events.
  *
+ * - complete: a BullMQ worker completing N continuation jobs (Wait-sized data) added with
+ *   the dispatcher's `removeOnComplete: { age }` (BullMQ looks for jobs past the age on
+ *   every completion), and `complete-keep` the same with no removal at all, for the cost of
+ *   that look;
+ * - compact: the scheduler's compaction of N completed continuation jobs
+ *   (lua/compactContinuations-2.lua, calls of 500).
+ *
  * It prints instructions per event for each and their ratio. Under valgrind redis-server
  * runs some 50× slower, so N is small (default 5,000).
  *
@@ -34,6 +41,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
+  compactContinuations,
   createResources,
   ensurePartitionCount,
   parseConfig,
@@ -42,6 +50,7 @@ import {
   startRedisServer,
 } from "@rendezvous/engine";
 import { Dispatcher } from "@rendezvous/workers";
+import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { pino } from "pino";
 import { parseArgs } from "./lib/args.js";
@@ -64,8 +73,10 @@ async function deployment(res: Resources): Promise<void> {
   if (LEGACY_INDEX) res.store.keys.legacyIndex = true;
 }
 const KEEP = args.string("keep", "");
-if (ONLY && !["raw", "ingest", "match", "dispatch", "quota"].includes(ONLY)) {
-  throw new Error("--only takes raw, ingest, match, dispatch or quota");
+const CASES = ["raw", "ingest", "match", "dispatch", "quota", "complete", "complete-keep", "compact"] as const;
+type Case = (typeof CASES)[number];
+if (ONLY && !(CASES as readonly string[]).includes(ONLY)) {
+  throw new Error(`--only takes ${CASES.join(", ")}`);
 }
 
 async function startUnderCallgrind(): Promise<RedisServer> {
@@ -105,10 +116,7 @@ function lastDumpInstructions(inst: RedisServer, name: string): number {
   return Number(m[1]);
 }
 
-async function measure(
-  name: "raw" | "ingest" | "match" | "dispatch" | "quota",
-  prepare: (url: string) => Promise<(n: number) => Promise<void>>,
-): Promise<number> {
+async function measure(name: Case, prepare: (url: string) => Promise<(n: number) => Promise<void>>): Promise<number> {
   if (ONLY && ONLY !== name) return Number.NaN;
   const inst = await startUnderCallgrind();
   try {
@@ -312,6 +320,65 @@ const quota = await measure("quota", async (url) => {
   };
 });
 
+/** A Wait-sized job (the dispatcher's data is the settled Wait, ~1 KB). */
+const WAIT_DATA = { id: "", tenant: "bench", state: "resolved", note: "w".repeat(900) };
+const QUEUE = "continuations.bench";
+
+/** `n` continuation jobs added under `prefix` (as the dispatcher adds them), and a worker that completes them. */
+async function completeJobs(url: string, prefix: string, n: number, keep: boolean): Promise<void> {
+  const connection = new Redis(url, { maxRetriesPerRequest: null });
+  const queue = new Queue(QUEUE, { connection, prefix });
+  for (let i = 0; i < n; i += BATCH) {
+    await queue.addBulk(
+      Array.from({ length: Math.min(BATCH, n - i) }, (_, j) => ({
+        name: "continuation",
+        data: { ...WAIT_DATA, id: `w${i + j}` },
+        opts: {
+          jobId: `w${i + j}`,
+          removeOnComplete: keep ? false : { age: 86_400 },
+          removeOnFail: { age: 7 * 86_400 },
+        },
+      })),
+    );
+  }
+  let done = 0;
+  let finish: () => void = () => {};
+  const all = new Promise<void>((r) => {
+    finish = r;
+  });
+  const worker = new Worker(QUEUE, async () => undefined, { connection, prefix, concurrency: 50, autorun: false });
+  worker.on("completed", () => {
+    if (++done === n) finish();
+  });
+  void worker.run();
+  await all;
+  await worker.close();
+  await queue.close();
+  connection.disconnect();
+}
+
+/**
+ * The add and the completion of N jobs, both counted (the two cases differ only in
+ * `removeOnComplete`, so their difference is BullMQ's look for jobs past the age).
+ */
+const completeCase = (keep: boolean) => async (url: string) => async (n: number) =>
+  completeJobs(url, `rc${keep ? "k" : "a"}${n}`, n, keep);
+const complete = await measure("complete", completeCase(false));
+const completeKeep = await measure("complete-keep", completeCase(true));
+
+const compact = await measure("compact", async (url) => {
+  // completed jobs under a prefix per run (the warm-up's, the counted run's), made before the zeroing
+  for (const n of [BATCH, EVENTS]) await completeJobs(url, `rz${n}`, n, false);
+  const redis = new Redis(url);
+  return async (n) => {
+    for (;;) {
+      const [r] = await compactContinuations(redis, `rz${n}`, [QUEUE], Date.now(), BATCH);
+      if (!r?.more) break;
+    }
+    if (n === EVENTS) redis.disconnect();
+  };
+});
+
 const count = (n: number) => (Number.isNaN(n) ? "-" : Math.round(n).toLocaleString("en-US"));
 console.log(
   `\nRedis instructions per event (callgrind, ${EVENTS} events, AOF everysec${LEGACY_INDEX ? ", legacy index layout" : ""})`,
@@ -322,3 +389,6 @@ console.log(`ratio ingest / XADD             ${(ingest / raw).toFixed(2)}`);
 console.log(`store.match (${MATCH_SHAPE === "one" ? "resolves one wait" : `${MATCH_SHAPE} waits`}) ${count(match)}`);
 console.log(`dispatch (one resolved wait)    ${count(dispatch)}`);
 console.log(`quota check (one request)      ${count(quota)}`);
+console.log(`job add + complete, age removal ${count(complete)}`);
+console.log(`job add + complete, kept        ${count(completeKeep)}`);
+console.log(`compaction (one completed job)  ${count(compact)}`);

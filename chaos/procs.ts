@@ -93,8 +93,11 @@ export class RoleProcess {
     return !!this.#child && this.#child.exitCode === null && this.#child.signalCode === null;
   }
 
-  /** Starts the process and resolves once it listens. */
-  async start(timeoutMs = 60_000): Promise<void> {
+  /**
+   * Starts the process and resolves once it listens. The bound is generous: five roles
+   * compiling their TypeScript sources at once on a loaded 2-core machine took over 60 s.
+   */
+  async start(timeoutMs = 180_000): Promise<void> {
     const child = spawn(process.execPath, [bin, this.spec.role, ...this.args, "--port", String(this.spec.port)], {
       env: { ...process.env, ...this.env },
       stdio: ["ignore", "pipe", "pipe"],

@@ -190,21 +190,22 @@ async function main(): Promise<number> {
     // soak: sample memory while the workload runs
     const samples: Sample[] = [];
     let sampling = SOAK;
+    const probe = SOAK ? new Redis(redis.url, { maxRetriesPerRequest: 3 }) : undefined;
+    const takeSample = async (probe: Redis) => {
+      const r = await sampleRedis(probe, PREFIX);
+      const rss: Record<string, number> = { [DRIVER]: rssMb(process.pid), redis: rssMb(redis.pid) };
+      for (const role of roles) rss[role.spec.name] = rssMb(role.pid);
+      const { entries, ...mem } = r;
+      samples.push({ t: Math.round((Date.now() - startedAt) / 1000), rssMb: rss, redis: mem, entries });
+      const perWait = mem.completedJobs > 0 ? Math.round(mem.continuationJobBytes / mem.completedJobs) : "-";
+      say(`sample t=${samples.at(-1)?.t}s redis ${mem.usedMb} MB, ${mem.keys} keys, continuations ${perWait} B/wait`);
+    };
     const sampler = (async () => {
-      const probe = new Redis(redis.url, { maxRetriesPerRequest: 3 });
-      try {
-        while (sampling) {
-          const r = await sampleRedis(probe, PREFIX);
-          const rss: Record<string, number> = { [DRIVER]: rssMb(process.pid), redis: rssMb(redis.pid) };
-          for (const role of roles) rss[role.spec.name] = rssMb(role.pid);
-          const { entries, ...mem } = r;
-          samples.push({ t: Math.round((Date.now() - startedAt) / 1000), rssMb: rss, redis: mem, entries });
-          say(`sample t=${samples.at(-1)?.t}s redis ${mem.usedMb} MB, ${mem.keys} keys`);
-          const next = Date.now() + 20_000;
-          while (sampling && Date.now() < next) await sleep(250);
-        }
-      } finally {
-        probe.disconnect();
+      if (!probe) return;
+      while (sampling) {
+        await takeSample(probe);
+        const next = Date.now() + 20_000;
+        while (sampling && Date.now() < next) await sleep(250);
       }
     })();
 
@@ -229,6 +230,15 @@ async function main(): Promise<number> {
     await quiesce(res, workload.log.waits.map((w) => w.id).filter(Boolean), faultsEnded);
     sampling = false;
     await sampler;
+    if (probe) {
+      // the last sample once the jobs completed last are past the compaction delay and a
+      // sweep (the scheduler's, each second) has run: what a deployment holds at rest
+      const compactAfterMs = parseConfig(CONFIG).continuationCompactAfterMs;
+      say(`waiting ${Math.round((compactAfterMs + 3000) / 1000)} s for the last compaction, then the last sample`);
+      await sleep(compactAfterMs + 3000);
+      await takeSample(probe);
+      probe.disconnect();
+    }
     supervising = false;
     await supervisor;
     await workload.closeWorkers();

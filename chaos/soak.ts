@@ -3,7 +3,10 @@
  * memory (INFO memory) and contents (entries per kind of key) every `everyMs`; at the
  * end a table and a judgement: after the warm-up (the longest retention plus a sweep),
  * nothing may keep growing except what is kept longer than the run by design (completed
- * continuation jobs, kept 24 h).
+ * continuation jobs, kept 24 h): those are judged per job instead — the bytes of the
+ * continuation queue's keys (but its events stream, which BullMQ caps per queue) over its
+ * completed jobs (each a resolved wait whose continuation the host consumed), at most
+ * CONTINUATION_BYTES_PER_WAIT at the end, once the scheduler has compacted them.
  */
 import { readFileSync } from "node:fs";
 import type { Redis } from "ioredis";
@@ -16,7 +19,19 @@ export interface Sample {
    * used_memory, RSS, and `MEMORY USAGE` summed over the continuation queue's keys and over
    * every other key (the data rendezvous keeps for its retention windows)
    */
-  redis: { usedMb: number; rssMb: number; continuationMb: number; dataMb: number; keys: number };
+  redis: {
+    usedMb: number;
+    rssMb: number;
+    continuationMb: number;
+    dataMb: number;
+    keys: number;
+    /** MEMORY USAGE of the continuation queues' keys but their events streams (capped by BullMQ, per queue) */
+    continuationJobBytes: number;
+    /** MEMORY USAGE of the continuation queues' events streams */
+    continuationEventsBytes: number;
+    /** completed continuation jobs: resolved waits whose continuation a host consumed */
+    completedJobs: number;
+  };
   /** entries per kind of key (hash fields, zset/stream/list members, 1 per string) */
   entries: Record<string, number>;
 }
@@ -53,6 +68,11 @@ function kindOf(key: string, prefix: string): string {
 }
 
 const LONG_KEPT = /^q:continuations\./; // completed continuation jobs are kept 24 h (docs/api.md)
+/** a continuation queue's events stream: BullMQ caps it (~10,000 entries per queue), not per wait */
+const EVENTS_STREAM = /^q:continuations\.[^:]*:events$/;
+const COMPLETED_SET = /^q:continuations\.[^:]*:completed$/;
+/** the issue's bound (#21): Redis bytes held by continuations per resolved and consumed wait */
+export const CONTINUATION_BYTES_PER_WAIT = 400;
 
 const SIZE: Record<string, string> = { hash: "hlen", zset: "zcard", stream: "xlen", list: "llen", set: "scard" };
 
@@ -71,6 +91,7 @@ export async function sampleRedis(
   } while (cursor !== "0");
   const entries: Record<string, number> = {};
   let continuationBytes = 0;
+  let eventsBytes = 0;
   let dataBytes = 0;
   for (let i = 0; i < keys.length; i += 500) {
     const chunk = keys.slice(i, i + 500);
@@ -90,7 +111,8 @@ export async function sampleRedis(
       const kind = kindOf(k, prefix);
       entries[kind] = (entries[kind] ?? 0) + Number(sizes[s++]?.[1] ?? 0);
       const bytes = Number(sizes[s++]?.[1] ?? 0);
-      if (LONG_KEPT.test(kind)) continuationBytes += bytes;
+      if (EVENTS_STREAM.test(kind)) eventsBytes += bytes;
+      else if (LONG_KEPT.test(kind)) continuationBytes += bytes;
       else dataBytes += bytes;
     }
   }
@@ -98,9 +120,12 @@ export async function sampleRedis(
   return {
     usedMb: mb(num("used_memory")),
     rssMb: mb(num("used_memory_rss")),
-    continuationMb: mb(continuationBytes),
+    continuationMb: mb(continuationBytes + eventsBytes),
     dataMb: mb(dataBytes),
     keys: keys.length,
+    continuationJobBytes: continuationBytes,
+    continuationEventsBytes: eventsBytes,
+    completedJobs: Object.entries(entries).reduce((n, [k, v]) => (COMPLETED_SET.test(k) ? n + v : n), 0),
     entries,
   };
 }
@@ -108,17 +133,31 @@ export async function sampleRedis(
 /** The sample key of the harness's own process (shown in the table, not judged). */
 export const DRIVER = "workload";
 
+/** Bytes of the continuation queues (but their events streams) per completed job, rounded. */
+function perWait(s: Sample): number {
+  return s.redis.completedJobs > 0 ? Math.round(s.redis.continuationJobBytes / s.redis.completedJobs) : Number.NaN;
+}
+
 /** The table (one row per sample) and the growth judgement after warm-up. */
 export function summarize(samples: Sample[], warmupS: number): SoakSummary {
   const procs = [...new Set(samples.flatMap((s) => Object.keys(s.rssMb)))];
   const kinds = [...new Set(samples.flatMap((s) => Object.keys(s.entries)))].sort();
   const shownKinds = kinds.filter((k) => samples.some((s) => (s.entries[k] ?? 0) > 10));
-  const header = ["t (s)", ...procs.map((p) => `${p} MB`), "redis used MB", "cont. jobs MB", "data MB", ...shownKinds];
+  const header = [
+    "t (s)",
+    ...procs.map((p) => `${p} MB`),
+    "redis used MB",
+    "cont. jobs MB",
+    "cont. B/wait",
+    "data MB",
+    ...shownKinds,
+  ];
   const rows = samples.map((s) => [
     String(s.t),
     ...procs.map((p) => String(s.rssMb[p] ?? "")),
     String(s.redis.usedMb),
     String(s.redis.continuationMb),
+    String(perWait(s)),
     String(s.redis.dataMb),
     ...shownKinds.map((k) => String(s.entries[k] ?? 0)),
   ]);
@@ -164,7 +203,16 @@ export function summarize(samples: Sample[], warmupS: number): SoakSummary {
   const cont = shownKinds.filter((k) => LONG_KEPT.test(k));
   if (cont.length > 0) {
     judgement.push(
-      `not judged: ${cont.join(", ")} — completed continuation jobs are kept 24 h by design (grow with the run; ${samples.at(-1)?.redis.continuationMb} MB at the end)`,
+      `not judged for growth: ${cont.join(", ")} — completed continuation jobs are kept 24 h by design (grow with the run; ${samples.at(-1)?.redis.continuationMb} MB at the end), judged per wait below`,
+    );
+  }
+  const last = samples.at(-1);
+  if (last) {
+    const bytes = perWait(last);
+    const over = !(bytes <= CONTINUATION_BYTES_PER_WAIT);
+    if (over) ok = false;
+    judgement.push(
+      `${over ? "OVER " : "ok   "} continuation bytes per resolved and consumed wait at the end: ${bytes} (${last.redis.continuationJobBytes} B over ${last.redis.completedJobs} completed jobs; allowed ${CONTINUATION_BYTES_PER_WAIT}); events streams apart (capped by BullMQ per queue): ${Math.round(last.redis.continuationEventsBytes / 1024)} KB`,
     );
   }
   return { samples, warmupS, table, judgement, ok };

@@ -171,6 +171,20 @@ export const Config = z.strictObject({
    */
   quotaRecountMs: z.int().min(1000).default(60_000),
   /**
+   * How long a completed continuation job stays in its queue (BullMQ's `removeOnComplete`
+   * age, rounded up to a second): a re-dispatch after a crash within it finds its twin.
+   * @defaultValue 86400000 (1 day)
+   */
+  continuationRetentionMs: z.int().min(60_000).default(DAY),
+  /**
+   * Time after its completion at which the scheduler reduces a completed continuation job
+   * to a stub (its key, name, timestamps and attempts stay; the Wait goes). Covers the clock
+   * skew between the hosts' workers, which stamp the completion, and the scheduler. A value
+   * at or over `continuationRetentionMs` keeps jobs whole until they are removed.
+   * @defaultValue 10000
+   */
+  continuationCompactAfterMs: z.int().min(0).default(10_000),
+  /**
    * The address token holders reach this API at (`http:`/`https:`); with it an issued
    * completion token comes with its complete URL. A trailing `/` is dropped.
    */

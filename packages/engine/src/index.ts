@@ -11,6 +11,7 @@ export {
   TenantConfig,
   type TenantQuotas,
 } from "./config.js";
+export { type CompactionResult, compactContinuations, compactionCursorKey } from "./continuations.js";
 export { canonicalJson, decodeParts, digest, encodeParts, fnv1a32, splitEncodings } from "./encoding.js";
 export { FAILPOINTS, type FailpointName, failpoint, failpointArmed, parseFailpoints } from "./failpoints.js";
 export { type ConsumerGroupInfo, findGroup } from "./formats/consumer-groups.js";

@@ -26,6 +26,18 @@ describe("config", () => {
     expect(retentionFor(config, "other")).toBe(86_400_000);
   });
 
+  it("keeps completed continuations a day and compacts them after 10 s by default (docs/api.md, Continuations)", () => {
+    const config = parseConfig({});
+    expect(config.continuationRetentionMs).toBe(86_400_000);
+    expect(config.continuationCompactAfterMs).toBe(10_000);
+    expect(parseConfig({ continuationRetentionMs: 60_000, continuationCompactAfterMs: 0 })).toMatchObject({
+      continuationRetentionMs: 60_000,
+      continuationCompactAfterMs: 0,
+    });
+    expect(problem({ continuationRetentionMs: 59_999 })).toContain("continuationRetentionMs");
+    expect(problem({ continuationCompactAfterMs: -1 })).toContain("continuationCompactAfterMs");
+  });
+
   it("names the bad field", () => {
     expect(problem({ partitions: 0 })).toContain("partitions");
     expect(problem({ claimIdleMs: "soon" })).toContain("claimIdleMs");

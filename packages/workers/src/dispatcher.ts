@@ -254,7 +254,8 @@ export class Dispatcher {
           data: wait,
           opts: {
             jobId: wait.id,
-            removeOnComplete: { age: DAY_S },
+            // kept for continuationRetentionMs (a day by default); compacted by the scheduler meanwhile
+            removeOnComplete: { age: Math.ceil(this.#res.config.continuationRetentionMs / 1000) },
             removeOnFail: { age: 7 * DAY_S },
             ...telemetryOf(trace),
           },

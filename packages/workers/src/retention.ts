@@ -4,9 +4,10 @@
  * EXPIRE_ROUNDS pipelined rounds of EXPIRE_BATCH records per partition, a partition
  * leaving the rounds once it has nothing more to remove. The Scheduler runs it at the
  * end of each sweep; what one run leaves, the next takes. It recounts the tenants'
- * quota counts too (QuotaRecount), in rounds.
+ * quota counts too (QuotaRecount), in rounds, and compacts completed continuation jobs
+ * (compactCompleted).
  */
-import type { Store } from "@rendezvous/engine";
+import { compactContinuations, type RedisLike, type Store } from "@rendezvous/engine";
 
 /** Records removed per partition per expiry call, and calls per run. */
 const EXPIRE_BATCH = 500;
@@ -53,4 +54,36 @@ export class QuotaRecount {
     await store.quotas.recount(slice);
     return slice.length;
   }
+}
+
+/**
+ * Completed continuation jobs examined per queue per call, and calls per run: a call of 100
+ * holds Redis for about 2 ms (some 80k instructions per job), so a backlog (after a
+ * scheduler outage) does not stall the resolve path; 20 calls take 2,000 jobs per queue per run.
+ */
+export const COMPACT_BATCH = 100;
+const COMPACT_ROUNDS = 20;
+
+/**
+ * Compaction of completed continuation jobs (the engine's continuations.ts): each queue of
+ * the registry's tenants and groups, jobs finished `compactAfterMs` ago or earlier, at
+ * most COMPACT_ROUNDS pipelined rounds of COMPACT_BATCH jobs per queue (one round trip
+ * each), a queue leaving the rounds once it has nothing more due. What one run leaves,
+ * the next takes. Every scheduler may run it: each call is atomic and the cursor shared.
+ */
+export async function compactCompleted(
+  redis: RedisLike,
+  queuePrefix: string,
+  queues: readonly string[],
+  compactAfterMs: number,
+  now = Date.now(),
+): Promise<number> {
+  let open = [...queues];
+  let compacted = 0;
+  for (let round = 0; round < COMPACT_ROUNDS && open.length > 0; round++) {
+    const results = await compactContinuations(redis, queuePrefix, open, now - compactAfterMs, COMPACT_BATCH);
+    compacted += results.reduce((n, r) => n + r.compacted, 0);
+    open = results.filter((r) => r.more).map((r) => r.queue);
+  }
+  return compacted;
 }

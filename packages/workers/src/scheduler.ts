@@ -27,10 +27,11 @@
  * crash, and the deadline index stays the source of truth.
  */
 import { Pacer, PartitionReader, type Resources, type Store } from "@rendezvous/engine";
+import { continuationQueues } from "@rendezvous/protocol";
 import { type Job, type Queue, Worker } from "bullmq";
 import { addFiring, type FireResult, fireInSteps, noFiring } from "./firing.js";
 import { type BucketJob, TIMEOUT_QUEUE, TimeoutPlanner } from "./planner.js";
-import { expireOutlived, QuotaRecount } from "./retention.js";
+import { compactCompleted, expireOutlived, QuotaRecount } from "./retention.js";
 
 export interface SchedulerOptions {
   /** bucket width: a timeout fires at most this late plus processing @defaultValue 20 */
@@ -312,12 +313,25 @@ export class Scheduler {
 
   /**
    * Retention over this process's partitions (retention.ts), then a step of the quota
-   * recount; how many records it removed.
+   * recount and the compaction of completed continuation jobs; how many records it removed.
    */
   async expire(): Promise<number> {
     const expired = await expireOutlived(this.#res.store, this.#o.partitions);
     const { tenants, quotaRecountMs } = this.#res.config;
     await this.#recount.step(this.#res.store, Object.keys(tenants), quotaRecountMs);
+    await this.compact();
     return expired;
+  }
+
+  /**
+   * Compacts the completed continuation jobs of every queue of the registry's tenants and
+   * groups finished `continuationCompactAfterMs` ago or earlier (retention.ts); how many.
+   */
+  compact(now = Date.now()): Promise<number> {
+    const { tenants, continuationCompactAfterMs, continuationRetentionMs } = this.#res.config;
+    // jobs removed before they are due: nothing to compact
+    if (continuationCompactAfterMs >= continuationRetentionMs) return Promise.resolve(0);
+    const queues = continuationQueues(tenants);
+    return compactCompleted(this.#store.redis, this.#res.queuePrefix, queues, continuationCompactAfterMs, now);
   }
 }

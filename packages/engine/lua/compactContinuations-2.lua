@@ -1,0 +1,76 @@
+--[[
+  compactContinuations: reduces completed continuation jobs of one BullMQ queue to what a
+  re-dispatch's twin check and a listing need (docs/api.md, Continuations). All keys of a
+  BullMQ queue share its slot (`<prefix>:<queue>:…`, the prefix a hash tag on a cluster),
+  so one call is atomic over them; a job's own key is named from ARGV[1] and the job id,
+  as BullMQ's own scripts name them.
+
+  A compacted job keeps its key (BullMQ's add with the same job id finds it and adds
+  nothing) and its `completed` membership (BullMQ still removes it by age), and of its
+  hash: name, data = {"compacted":true} (the job id is the wait id), timestamp, processedOn,
+  finishedOn, atm. The rest (the Wait, the options with their telemetry, the host's
+  returnvalue, ats, pb, delay, priority) goes: BullMQ reads a missing field as its default.
+  The hash is written anew (DEL, HSET): every value then fits a listpack, which a hash once
+  made a hashtable does not return to (about 220 bytes instead of 1,900 for a typical Wait).
+
+  The jobs are taken in the order of `completed` (by finish time), from just after the
+  cursor's member (its rank, or where its score would be once it is gone), while their
+  finish time is at most ARGV[2], at most ARGV[3] of them. A job already compacted (it has
+  no `opts`: BullMQ writes them on every job), or whose hash is gone, or that is no
+  `continuation` job, is passed over unchanged. The Wait is never read into the script,
+  nor the scores of the jobs but the last one's (the cursor).
+
+  KEYS[1] completed  <prefix>:<queue>:completed     zset jobId -> finishedOn (BullMQ's)
+  KEYS[2] cursor     <prefix>:<queue>:rdv:compacted hash score, member: the last job passed
+
+  ARGV[1] jobPrefix  <prefix>:<queue>:  (a job's key is jobPrefix .. jobId)
+  ARGV[2] upTo       ms: only jobs finished at or before it
+  ARGV[3] limit      most jobs examined
+
+  Returns
+    { compacted, examined, more (1 = a job past the limit is due too) }
+]]
+--@keys
+local jobPrefix, upTo, limit = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local STUB = '{"compacted":true}'
+
+local cursor = redis.call("HMGET", keys.cursor, "score", "member")
+local from = 0
+if cursor[2] then
+  local rank = redis.call("ZRANK", keys.completed, cursor[2])
+  if rank then
+    from = rank + 1
+  else
+    -- the cursor's job was removed (by age): start at the first job of its finish time
+    from = redis.call("ZCOUNT", keys.completed, "-inf", "(" .. cursor[1])
+  end
+end
+
+-- the jobs due are the ranks below `due`; one past the limit tells whether more are due
+local due = redis.call("ZCOUNT", keys.completed, "-inf", upTo)
+local to = math.min(due, from + limit) - 1
+if to < from then
+  return { 0, 0, 0 }
+end
+local ids = redis.call("ZRANGE", keys.completed, from, to)
+local compacted = 0
+for _, id in ipairs(ids) do
+  local key = jobPrefix .. id
+  local f = redis.call("HMGET", key, "name", "opts", "timestamp", "processedOn", "finishedOn", "atm")
+  if f[1] == "continuation" and f[2] then
+    redis.call("DEL", key)
+    local kept = { "name", f[1], "data", STUB }
+    local names = { "timestamp", "processedOn", "finishedOn", "atm" }
+    for j = 1, 4 do
+      if f[j + 2] then
+        kept[#kept + 1] = names[j]
+        kept[#kept + 1] = f[j + 2]
+      end
+    end
+    redis.call("HSET", key, unpack(kept))
+    compacted = compacted + 1
+  end
+end
+local last = ids[#ids]
+redis.call("HSET", keys.cursor, "score", redis.call("ZSCORE", keys.completed, last), "member", last)
+return { compacted, #ids, (to + 1 < due) and 1 or 0 }
