@@ -176,10 +176,12 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
       void reply.header("connection", "close");
       throw new RendezvousError("payload_too_large");
     }
+    // (the socket: a kept-alive connection's key is digested once, see auth.ts presentedOn)
     (request as unknown as { producerHeaders: ProducerHeaders }).producerHeaders = authenticateProducerHeaders(
       credentials,
       request.headers,
       now(),
+      request.raw.socket ?? undefined,
     );
     done(); // a throw above is fastify's to answer (a callback hook: no promise per request)
   });
