@@ -227,8 +227,11 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
     return verifyProducerBody(checked, rawBody(request));
   }
 
-  /** The tenant's quotas and the producer's own rate, held in Redis (rate-limit.ts). */
-  function limit(producer: ProducerIdentity, count: number): Promise<void> {
+  /**
+   * The tenant's quotas and the producer's own rate, held in Redis (rate-limit.ts);
+   * undefined when none is set (nothing to wait for).
+   */
+  function limit(producer: ProducerIdentity, count: number): Promise<void> | undefined {
     return quotas.producer(producer, count);
   }
 
@@ -238,7 +241,8 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
     async (request, reply) => {
       const producer = authenticate(request);
       const body = parseJsonBody(rawBody(request));
-      await limit(producer, 1);
+      const limited = limit(producer, 1);
+      if (limited) await limited;
       const span = ingestSpan(request, producer, 1);
       const outcome = await inSpan(span, async () => {
         const o = await ingest.single(producer, body, spanTrace(span, request));
@@ -258,7 +262,8 @@ export const ingestRoutes: FastifyPluginAsync<IngestRoutesOptions> = async (app,
       const body = parseJsonBody(rawBody(request));
       refuseBadEnvelope(body);
       const events = (body as { events?: unknown } | null)?.events;
-      await limit(producer, Array.isArray(events) ? Math.min(Math.max(events.length, 1), MAX_BATCH) : 1);
+      const limited = limit(producer, Array.isArray(events) ? Math.min(Math.max(events.length, 1), MAX_BATCH) : 1);
+      if (limited) await limited;
       const span = ingestSpan(request, producer, Array.isArray(events) ? events.length : 0);
       const outcomes = await inSpan(span, async () => {
         const o = await ingest.batch(producer, body, spanTrace(span, request));
