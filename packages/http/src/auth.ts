@@ -9,7 +9,7 @@
  * Secrets are compared in constant time (`timingSafeEqual` over equal-length
  * digests); the index is built once per registry view (a Directory change).
  */
-import { createHmac, hash, timingSafeEqual } from "node:crypto";
+import { createHmac, timingSafeEqual } from "node:crypto";
 import {
   type Config,
   type Directory,
@@ -19,6 +19,7 @@ import {
   viewOfConfig,
 } from "@rendezvous/engine";
 import { RendezvousError, typeMatcher } from "@rendezvous/protocol";
+import { type Presented, presentedOn, sha256 } from "./presented.js";
 
 /** Largest allowed distance between a signature's `t` and the server clock. */
 export const SIGNATURE_TOLERANCE_SEC = 300;
@@ -82,8 +83,6 @@ export interface CredentialIndex {
 /** Headers as node and fastify give them. */
 export type RequestHeaders = Record<string, string | string[] | undefined>;
 
-/** One-shot digest: no Hash object (a stream) per request. */
-const sha256 = (value: string | Buffer): Buffer => hash("sha256", value, "buffer");
 /** Compared against when the caller named no known producer, so the work is the same. */
 const DUMMY_DIGEST = sha256("rendezvous: no such credential");
 
@@ -193,45 +192,6 @@ export function bearerToken(authorization: string | string[] | undefined): strin
   if (header === undefined) return undefined;
   const m = /^Bearer +(\S+) *$/i.exec(header);
   return m ? m[1] : undefined;
-}
-
-/** The presented token's digests: plain SHA-256, and the HMAC under the secret key when there is one. */
-interface Presented {
-  readonly sha: Buffer;
-  readonly mac: Buffer;
-}
-
-function presentedDigests(token: string, mac: ((text: string) => string) | undefined): Presented {
-  const sha = sha256(token);
-  return { sha, mac: mac ? Buffer.from(mac(token), "hex") : sha };
-}
-
-/** The last token a connection presented, and its digests under the digest function of then. */
-interface LastPresented {
-  readonly token: string;
-  readonly mac: ((text: string) => string) | undefined;
-  readonly presented: Presented;
-}
-
-const lastPresented = new WeakMap<object, LastPresented>();
-
-/**
- * The presented token's digests, computed once per connection while it presents the same
- * token under the same digest function: a kept-alive client sends the same key on every
- * request, and its two digests (SHA-256 and the HMAC under the secret key) were a tenth of
- * a single event's CPU in the api. Only the digests of the caller's own text are kept (never
- * whether they matched): every request is still matched against the index of now, so a key
- * revoked, disabled or expired is refused from the next request on, as without this; a new
- * secret key (a new `mac`) computes them again. What is kept lives as long as the connection
- * (`conn`: its socket) and is never logged.
- */
-function presentedOn(conn: object | undefined, token: string, mac: ((text: string) => string) | undefined): Presented {
-  if (conn === undefined) return presentedDigests(token, mac);
-  const last = lastPresented.get(conn);
-  if (last !== undefined && last.token === token && last.mac === mac) return last.presented;
-  const presented = presentedDigests(token, mac);
-  lastPresented.set(conn, { token, mac, presented });
-  return presented;
 }
 
 /**
