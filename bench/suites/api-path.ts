@@ -25,7 +25,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "../lib/args.js";
-import { summarizeProfile } from "../lib/cpu-profile.js";
+import { summarizeProfile } from "../lib/api-profile.js";
 import { type Poster, poster } from "../lib/http-post.js";
 import { runPool } from "../lib/pool.js";
 import { ready, startRole } from "../lib/product.js";
