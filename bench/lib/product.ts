@@ -39,6 +39,8 @@ export function startRole(
     env?: Record<string, string | undefined>;
     /** Node options before the CLI (e.g. --cpu-prof) */
     nodeArgs?: string[];
+    /** the CLI to run (another checkout's, to compare revisions) @defaultValue this checkout's */
+    bin?: string;
   },
 ): RoleProcess {
   const env: NodeJS.ProcessEnv = { ...process.env, RENDEZVOUS_PREFIX: opts.prefix, LOG_LEVEL: "info", ...opts.env };
@@ -48,7 +50,7 @@ export function startRole(
     [
       "--max-semi-space-size=64",
       ...(opts.nodeArgs ?? []),
-      bin,
+      opts.bin ?? bin,
       name,
       "--config",
       opts.configFile,

@@ -191,6 +191,41 @@ describe("count quotas", () => {
     expect(await fresh.quotas.check({ tenant: "acme", count: "waitingWaits" })).toMatchObject({ usage: 1, limit: 1 });
   });
 
+  it("free: true only where check would answer null at once (no limit, no counts to set right first)", async () => {
+    const h = makeStore();
+    const q = h.store.quotas;
+    const key = h.store.keys.tenantQuota("acme").counts;
+    const registry = new Map<string, Record<string, number>>();
+    q.follow((t) => registry.get(t));
+    const req = { tenant: "acme", count: "bufferedEvents", rate: "producerEventsPerSec" } as const;
+    // a tenant this process has not looked at yet: its kept counts are to be seen first
+    expect(q.free(req)).toBe(false);
+    expect(q.free({ tenant: "acme", rate: "producerEventsPerSec" })).toBe(true);
+    expect(await q.check(req)).toBeNull();
+    expect(q.free(req)).toBe(true);
+    // a producer's own rate, a tenant rate or a count quota: the check runs
+    expect(q.free({ ...req, producer: { id: "svc", perSec: 5 } })).toBe(false);
+    expect(q.free({ ...req, producer: { id: "svc", perSec: undefined } })).toBe(true);
+    registry.set("acme", { producerEventsPerSec: 10 });
+    expect(q.free(req)).toBe(false);
+    registry.set("acme", { bufferedEvents: 10 });
+    expect(q.free(req)).toBe(false);
+    expect(await q.check(req)).toBeNull();
+    expect(await h.redis.hget(key, "b")).toBe("0");
+    // a count quota removed: not free until its counter is removed by the check
+    registry.set("acme", {});
+    expect(q.free(req)).toBe(false);
+    expect(await q.check(req)).toBeNull();
+    expect(await h.redis.hexists(key, "b")).toBe(0);
+    expect(q.free(req)).toBe(true);
+    // its other count quota (waitingWaits, kept) does not stop a producer request once set right
+    registry.set("acme", { waitingWaits: 5 });
+    expect(q.free(req)).toBe(false); // its kept counts changed: set right first
+    expect(await q.check(req)).toBeNull();
+    expect(q.free(req)).toBe(true);
+    expect(q.free({ tenant: "acme", count: "waitingWaits" })).toBe(false);
+  });
+
   it("a tenant without count quotas has no counters written; its usage is counted from the indexes", async () => {
     const h = makeStore();
     await h.store.register("acme", spec("r1"));

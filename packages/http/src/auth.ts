@@ -9,7 +9,7 @@
  * Secrets are compared in constant time (`timingSafeEqual` over equal-length
  * digests); the index is built once per registry view (a Directory change).
  */
-import { createHmac, hash, timingSafeEqual } from "node:crypto";
+import { createHmac, timingSafeEqual } from "node:crypto";
 import {
   type Config,
   type Directory,
@@ -19,6 +19,7 @@ import {
   viewOfConfig,
 } from "@rendezvous/engine";
 import { RendezvousError, typeMatcher } from "@rendezvous/protocol";
+import { type Presented, presentedOn, sha256 } from "./presented.js";
 
 /** Largest allowed distance between a signature's `t` and the server clock. */
 export const SIGNATURE_TOLERANCE_SEC = 300;
@@ -82,8 +83,6 @@ export interface CredentialIndex {
 /** Headers as node and fastify give them. */
 export type RequestHeaders = Record<string, string | string[] | undefined>;
 
-/** One-shot digest: no Hash object (a stream) per request. */
-const sha256 = (value: string | Buffer): Buffer => hash("sha256", value, "buffer");
 /** Compared against when the caller named no known producer, so the work is the same. */
 const DUMMY_DIGEST = sha256("rendezvous: no such credential");
 
@@ -195,17 +194,6 @@ export function bearerToken(authorization: string | string[] | undefined): strin
   return m ? m[1] : undefined;
 }
 
-/** The presented token's digests: plain SHA-256, and the HMAC under the secret key when there is one. */
-interface Presented {
-  readonly sha: Buffer;
-  readonly mac: Buffer;
-}
-
-function presentedDigests(token: string, mac: ((text: string) => string) | undefined): Presented {
-  const sha = sha256(token);
-  return { sha, mac: mac ? Buffer.from(mac(token), "hex") : sha };
-}
-
 /**
  * The key among `keys` whose digest (of its form) is the token's and that has not expired;
  * compares against every key (a dummy when there is none), so the time says nothing of
@@ -298,6 +286,7 @@ export function authenticateProducerHeaders(
   index: CredentialIndex,
   headers: RequestHeaders,
   nowMs: number = Date.now(),
+  conn?: object,
 ): ProducerHeaders {
   const claimed = single(headers["rendezvous-producer"]);
   const entry = claimed === undefined ? undefined : index.producers.get(claimed.trim());
@@ -307,7 +296,7 @@ export function authenticateProducerHeaders(
   let ok = true;
   let key: KeyEntry | undefined;
   if (token !== undefined) {
-    key = matchingKey(presentedDigests(token, index.mac), entry?.keys ?? [], nowMs);
+    key = matchingKey(presentedOn(conn, token, index.mac), entry?.keys ?? [], nowMs);
     ok = key !== undefined;
   }
   const parsed = header === undefined ? null : parseSignatureHeader(header);
@@ -345,10 +334,11 @@ export function authenticateHost(
   index: CredentialIndex,
   headers: RequestHeaders,
   nowMs: number = Date.now(),
+  conn?: object,
 ): HostIdentity {
   const token = bearerToken(headers.authorization);
   if (token === undefined) throw unauthorized();
-  const presented = presentedDigests(token, index.mac);
+  const presented = presentedOn(conn, token, index.mac);
   if (index.adminDigest && timingSafeEqual(presented.sha, index.adminDigest)) return { kind: "admin" };
   // The map is keyed by digest: a look-up reveals nothing about the key's bytes.
   const key =

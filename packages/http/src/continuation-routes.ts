@@ -48,7 +48,7 @@ export const continuationRoutes: FastifyPluginAsyncZod<ContinuationRoutesOptions
   const quotas = new QuotaGate(res.store, res.metrics);
   app.decorateRequest("identity", null);
   app.addHook("onRequest", async (request) => {
-    const identity = authenticateHost(credentials, request.headers);
+    const identity = authenticateHost(credentials, request.headers, Date.now(), request.raw.socket ?? undefined);
     (request as unknown as { identity: HostIdentity }).identity = identity;
     // the tenant's request rate (docs/api.md, Quotas)
     const tenant = quotaTenant(identity, request.query, config.tenants);

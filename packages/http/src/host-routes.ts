@@ -125,7 +125,7 @@ export const hostRoutes: FastifyPluginAsyncZod<HostRoutesOptions> = async (app, 
   const quotas = new QuotaGate(store, res.metrics);
   app.decorateRequest("identity", null);
   app.addHook("onRequest", async (request) => {
-    const identity = authenticateHost(credentials, request.headers);
+    const identity = authenticateHost(credentials, request.headers, Date.now(), request.raw.socket ?? undefined);
     (request as unknown as { identity: HostIdentity }).identity = identity;
     // the tenant's request rate, and its waiting waits before a registration (docs/api.md, Quotas)
     const tenant = quotaTenant(identity, request.query, config.tenants);

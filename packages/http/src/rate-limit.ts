@@ -23,6 +23,9 @@ export function quotaTenant(
   return typeof named === "string" && Object.hasOwn(tenants, named) ? named : null;
 }
 
+/** What a producer request counts against (besides the producer's own rate). */
+const PRODUCER_QUOTAS = { count: "bufferedEvents", rate: "producerEventsPerSec" } as const;
+
 export class QuotaGate {
   /**
    * @param now a fixed clock for the limiters (tests only); absent, Redis TIME, the one
@@ -46,14 +49,21 @@ export class QuotaGate {
   /**
    * A producer request of `n` events: under the tenant's `bufferedEvents` quota, and `n`
    * taken from its `producerEventsPerSec` and from the producer's own `rateLimitPerSec`.
-   * @throws RendezvousError rate_limited, quota_exceeded
+   * Undefined (nothing to wait for) when none of them is set.
+   * @throws RendezvousError rate_limited, quota_exceeded (the promise rejects)
    */
-  async producer(p: { tenant: string; producer: string; rateLimitPerSec: number | undefined }, n: number) {
-    await this.take(
+  producer(
+    p: { tenant: string; producer: string; rateLimitPerSec: number | undefined },
+    n: number,
+  ): Promise<void> | undefined {
+    // no limit on it (the common case): nothing to take, and no promise to make
+    if (p.rateLimitPerSec === undefined && this.store.quotas.free({ tenant: p.tenant, ...PRODUCER_QUOTAS })) {
+      return undefined;
+    }
+    return this.take(
       {
         tenant: p.tenant,
-        count: "bufferedEvents",
-        rate: "producerEventsPerSec",
+        ...PRODUCER_QUOTAS,
         producer: { id: p.producer, perSec: p.rateLimitPerSec },
         n,
       },

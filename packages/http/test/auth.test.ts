@@ -210,6 +210,70 @@ describe("keys stored as HMACs under the registry's secret key", () => {
     expect(producer("pk_weak_old").identity.producer).toBe("billing");
   });
 
+  it("a connection's key is digested once while it sends the same one; a revoked key is still refused at once", () => {
+    let macs = 0;
+    const mac = (text: string) => {
+      macs++;
+      return key.mac(text);
+    };
+    const counted = { ...index, mac };
+    const conn = {};
+    const headers = (token: string) => ({ "rendezvous-producer": "acme/billing", authorization: `Bearer ${token}` });
+    expect(authenticateProducerHeaders(counted, headers("pk_weak_new"), Date.now(), conn).identity.producer).toBe(
+      "billing",
+    );
+    expect(authenticateProducerHeaders(counted, headers("pk_weak_new"), Date.now(), conn).identity.producer).toBe(
+      "billing",
+    );
+    // (a producer key is no host key: refused, from the same digests)
+    expect(() => authenticateHost(counted, { authorization: "Bearer pk_weak_new" }, Date.now(), conn)).toThrow(
+      /unauthorized/,
+    );
+    expect(macs).toBe(1); // the digests of the connection's token, once
+    // another token on the same connection is digested (and refused) on its own
+    expect(() => authenticateProducerHeaders(counted, headers("pk_weak_nope"), Date.now(), conn)).toThrow(
+      /unauthorized/,
+    );
+    expect(macs).toBe(2);
+    // the key revoked (the same secret key: the digests kept are still good): refused on a connection that used it
+    const revoked = indexView(
+      viewOfRecords(
+        2,
+        {
+          ...records,
+          producers: new Map([
+            [
+              "acme/billing",
+              {
+                ...(records.producers.get("acme/billing") as NonNullable<ReturnType<typeof records.producers.get>>),
+                keys: [],
+              },
+            ],
+          ]),
+        },
+        key,
+      ).view,
+      undefined,
+    );
+    const conn2 = {};
+    const revokedCounted = { ...revoked, mac };
+    expect(() => authenticateProducerHeaders(revokedCounted, headers("pk_weak_new"), Date.now(), conn2)).toThrow(
+      /unauthorized/,
+    );
+    expect(authenticateProducerHeaders(counted, headers("pk_weak_new"), Date.now(), conn2).identity.producer).toBe(
+      "billing",
+    );
+    expect(() => authenticateProducerHeaders(revokedCounted, headers("pk_weak_new"), Date.now(), conn2)).toThrow(
+      /unauthorized/,
+    );
+    // a new secret key (another digest function) digests the token again
+    const other = SecretKey.generate();
+    const rekeyed = indexView(viewOfRecords(3, records, other).view, undefined);
+    expect(() => authenticateProducerHeaders(rekeyed, headers("pk_weak_new"), Date.now(), conn2)).toThrow(
+      /unauthorized/,
+    );
+  });
+
   it("the plain SHA-256 of a key does not stand for its HMAC, nor a key under another secret key", () => {
     const other = SecretKey.generate();
     const forged = indexView(

@@ -1,8 +1,8 @@
 /**
  * Event validation, before anything is written: the raw body is strict UTF-8 JSON,
- * an event holds no prototype-poisoning keys, the envelope is the protocol's zod `EventInput`, the
- * type is one the producer may send, and the payload satisfies its type's JSON
- * Schema (compiled once with ajv). Every refusal is a RendezvousError whose
+ * an event holds no prototype-poisoning keys, the envelope is the protocol's zod `EventInput`
+ * (a plainly valid one is checked without zod: envelope.ts), the type is one the producer
+ * may send, and the payload satisfies its type's JSON Schema (compiled once with ajv). Every refusal is a RendezvousError whose
  * `issues` (`{path, message}`) say what to change.
  */
 
@@ -11,6 +11,7 @@ import { CorrelationId, EventId, EventInput, EventType, findInJson, RendezvousEr
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import addFormatsModule from "ajv-formats";
 import type { ProducerIdentity } from "../auth.js";
+import { plainEnvelope } from "./envelope.js";
 
 /** A place in the event and what is wrong there. */
 export interface Issue {
@@ -301,7 +302,8 @@ export class EventValidator {
         eventId: readableId(raw),
       };
     }
-    const parsed = EventInput.safeParse(raw);
+    const plain = plainEnvelope(raw);
+    const parsed = plain ? { success: true as const, data: plain } : EventInput.safeParse(raw);
     if (!parsed.success) {
       const issues = parsed.error.issues.map((i) => ({
         path: zodPath(i.path),
