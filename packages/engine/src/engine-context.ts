@@ -104,6 +104,27 @@ export class EngineContext {
   }
 
   /**
+   * Runs several scripts in one round trip, as `runAll` without `after`, but answers each
+   * call's reply or its error in its place instead of throwing the first error: a caller
+   * acts on the replies that came back before it reports a failed one.
+   */
+  async runAllSettled(calls: ScriptCall[]): Promise<Array<Reply | Error>> {
+    if (calls.length === 0) return [];
+    if (calls.length === 1) {
+      try {
+        return [await this.run(calls[0] as ScriptCall)];
+      } catch (err) {
+        return [err instanceof Error ? err : new Error(String(err))];
+      }
+    }
+    const results = await runCalls(this.redis, calls);
+    return calls.map((call, i) => {
+      const [err, value] = results[i] ?? [new Error("no reply"), undefined];
+      return err ? err : asReply(value, call.script);
+    });
+  }
+
+  /**
    * Runs a batched script once per partition over the items it concerns (items of
    * one partition keep their order) and hands back each item's own reply.
    */

@@ -7,7 +7,7 @@ import { createBullBoard } from "@bull-board/api";
 import { BullMQAdapter } from "@bull-board/api/bullMQAdapter";
 import { FastifyAdapter } from "@bull-board/fastify";
 import type { Resources } from "@rendezvous/engine";
-import { RendezvousError } from "@rendezvous/protocol";
+import { isContinuationQueueName, RendezvousError } from "@rendezvous/protocol";
 import { Queue } from "bullmq";
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import { currentQueueNames, type QueueNames } from "./queue-metrics.js";
@@ -41,6 +41,31 @@ function presentedToken(request: FastifyRequest): string | undefined {
   return undefined;
 }
 
+/**
+ * The Bull Board API request that may re-run completed jobs: all of a queue's
+ * (`…/retry/completed`) or one job (`…/<jobId>/retry`, whatever its state).
+ */
+function retryRequest(method: string, url: string): { queue: string; jobId?: string } | undefined {
+  if (method !== "PUT") return undefined;
+  const all = /^\/admin\/queues\/api\/queues\/([^/?]+)\/retry\/completed(?:[?]|$)/.exec(url);
+  const one = all ? undefined : /^\/admin\/queues\/api\/queues\/([^/?]+)\/([^/?]+)\/retry(?:[?]|$)/.exec(url);
+  const m = all ?? one;
+  if (!m?.[1]) return undefined;
+  try {
+    return { queue: decodeURIComponent(m[1]), jobId: one?.[2] ? decodeURIComponent(one[2]) : undefined };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Hides the board's retry of completed jobs (an option the adapter reads, not in its options type). */
+const NO_COMPLETED_RETRIES = { allowRetries: true, allowCompletedRetries: false };
+
+/** A queue's board adapter: no retry of completed jobs on a continuation queue. */
+function adapterOf(q: Queue): BullMQAdapter {
+  return new BullMQAdapter(q, isContinuationQueueName(q.name) ? NO_COMPLETED_RETRIES : {});
+}
+
 export const adminQueues: FastifyPluginAsync<AdminQueuesOptions> = async (app, opts) => {
   const { res } = opts;
   const expected = res.config.adminToken ? digest(res.config.adminToken) : undefined;
@@ -69,17 +94,28 @@ export const adminQueues: FastifyPluginAsync<AdminQueuesOptions> = async (app, o
         return reply.code(401).send(err.toJSON());
       }
     });
+    // a completed continuation is compacted (docs/api.md, Continuations): re-running it would
+    // hand the host a stub, so neither the board's button nor its API re-runs one
+    scope.addHook("onRequest", async (request, reply) => {
+      const retry = retryRequest(request.method, request.url);
+      if (!retry || !isContinuationQueueName(retry.queue)) return;
+      // one job: refused only when it is completed (a failed one keeps its Wait and is retried)
+      const q = retry.jobId === undefined ? undefined : queues.get(retry.queue);
+      if (retry.jobId !== undefined && (!q || (await q.getJobState(retry.jobId)) !== "completed")) return;
+      const err = new RendezvousError("retry_not_allowed");
+      return reply.code(409).send(err.toJSON());
+    });
     const serverAdapter = new FastifyAdapter();
     serverAdapter.setBasePath(BASE);
     const board = createBullBoard({
-      queues: newQueues().map((q) => new BullMQAdapter(q)),
+      queues: newQueues().map(adapterOf),
       serverAdapter,
       // the way back: waits are not jobs, the console explains them
       options: { uiConfig: { miscLinks: [{ text: "Rendezvous console", url: "/console/" }] } },
     });
     // queues of tenants created since (the registry): added before the board answers
     scope.addHook("preHandler", async () => {
-      for (const q of newQueues()) board.addQueue(new BullMQAdapter(q));
+      for (const q of newQueues()) board.addQueue(adapterOf(q));
     });
     await scope.register(serverAdapter.registerPlugin(), { prefix: BASE });
   });

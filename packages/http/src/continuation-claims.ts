@@ -352,7 +352,7 @@ export class ContinuationClaims {
   async ack(tenant: string, leaseId: string): Promise<void> {
     const lease = this.#lease(tenant, leaseId);
     const worker = this.#queue(tenant, lease.group).worker;
-    // the job's own options (removeOnComplete: kept 24 h) come with it
+    // the job's own options (removeOnComplete: kept continuationRetentionMs) come with it
     const job = await this.#bounded(Job.fromId<Wait>(worker, lease.jobId));
     if (!job) throw new RendezvousError("lease_expired");
     try {

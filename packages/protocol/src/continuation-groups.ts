@@ -33,6 +33,11 @@ export function continuationQueueName(tenant: string, group?: string): string {
   return group === undefined ? `continuations.${tenant}` : `continuations.${tenant}.${group}`;
 }
 
+/** Whether a queue name is one `continuationQueueName` makes. */
+export function isContinuationQueueName(name: string): boolean {
+  return name.startsWith("continuations.");
+}
+
 /** The group whose queue takes a continuation of this event type; undefined = the default queue. */
 export function continuationGroupOf(groups: ContinuationGroups | undefined, eventType: string): string | undefined {
   if (!groups) return undefined;

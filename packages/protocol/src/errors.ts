@@ -41,6 +41,11 @@ export const errorCatalogue = {
   already_exists: { status: 409, message: "already exists" },
   /** thrown when the admin deletes a tenant that has waiting waits without `force` */
   tenant_has_waits: { status: 409, message: "the tenant has waiting waits; pass ?force=true to delete it anyway" },
+  /** thrown when Bull Board is asked to re-run completed jobs of a continuation queue (a compacted job holds no Wait) */
+  retry_not_allowed: {
+    status: 409,
+    message: "completed continuation jobs are not re-run: read or register the wait instead",
+  },
   /** thrown when Redis or a role is not reachable */
   unavailable: { status: 503, message: "service unavailable" },
   /** thrown when a config file or the environment is invalid (startup only, never HTTP) */

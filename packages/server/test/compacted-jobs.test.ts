@@ -66,5 +66,21 @@ describe("a compacted continuation job", () => {
       (q) => q.name === QUEUE,
     );
     expect(listed?.jobs.map((j) => [j.id, j.data])).toEqual([[wait.id, { compacted: true }]]);
+
+    // re-running it would hand the host the stub: the board hides it and its API refuses it
+    expect(
+      (board.json().queues as Array<{ name: string; allowCompletedRetries: boolean }>).find((q) => q.name === QUEUE)
+        ?.allowCompletedRetries,
+    ).toBe(false);
+    for (const url of [
+      `/admin/queues/api/queues/${QUEUE}/retry/completed`,
+      `/admin/queues/api/queues/${encodeURIComponent(QUEUE)}/${wait.id}/retry`,
+    ]) {
+      const retry = await app.inject({ method: "PUT", url, headers });
+      expect(retry.statusCode, url).toBe(409);
+      expect(retry.json().error.code).toBe("retry_not_allowed");
+    }
+    expect(await queue.getCompletedCount()).toBe(1);
+    expect(await queue.getWaitingCount()).toBe(0);
   });
 });

@@ -190,4 +190,32 @@ describe("the match's handoff to the dispatcher of its process", () => {
     expect(taken).toEqual([]);
     expect(await pendingOf(res, k.outbox)).toBe(0);
   });
+
+  it("hands over what a match delivered even when another match of the same batch fails", async () => {
+    const res = makeResources({ partitions: 1 });
+    const k = res.store.keys.partition(0);
+    await res.redis.xgroup("CREATE", k.outbox, DISPATCHER_GROUP, "0", "MKSTREAM");
+    await res.store.register("acme", spec("run-1", "job-1"));
+    const [good] = await res.store.ingest("acme", "svc", [ev("e1", "job-1")]);
+    const [bad] = await res.store.ingest("acme", "svc", [ev("e2", "job-2")]);
+    if (good?.status !== "accepted" || bad?.status !== "accepted") throw new Error("ingest refused");
+    const goodKey = res.store.keys.eventKey("acme", "svc", "e1");
+    const badKey = res.store.keys.eventKey("acme", "svc", "e2");
+    // a record its script cannot decode: that match fails with a script error
+    await res.redis.hset(k.events, `e:${badKey}`, "{not json");
+    const taken: StreamEntry[] = [];
+    const match = res.store.match(
+      0,
+      [
+        { streamId: good.event.streamId, eventKey: goodKey },
+        { streamId: bad.event.streamId, eventKey: badKey },
+      ],
+      undefined,
+      { to: { group: DISPATCHER_GROUP, consumer: "c" }, take: (entries) => taken.push(...entries) },
+    );
+    await expect(match).rejects.toThrow();
+    // the first match's outbox entry was delivered to "c" and handed over, not left for a claim
+    expect(taken).toHaveLength(1);
+    expect(await pendingOf(res, k.outbox)).toBe(1);
+  });
 });

@@ -12,6 +12,7 @@ import { expireRecordsCall, expireRecordsResult } from "../transitions/expireRec
 import { forgetRunPositionsCall } from "../transitions/forgetRunPositions.js";
 import {
   type Handoff,
+  handedOf,
   type MatchResult,
   matchEventCall,
   matchEventResult,
@@ -39,7 +40,7 @@ export class ResolutionSystem {
     const { keys, config } = this.ctx;
     const k = keys.partition(partition);
     const now = this.ctx.now();
-    const replies = await this.ctx.runAll(
+    const replies = await this.ctx.runAllSettled(
       entries.map((e, i) =>
         matchEventCall(k, {
           trace: traces?.[i],
@@ -53,9 +54,15 @@ export class ResolutionSystem {
         }),
       ),
     );
-    const results = replies.map(matchEventResult);
-    const handed = handoff ? results.flatMap((r) => r.handed ?? []) : [];
-    if (handed.length > 0) handoff?.take(handed);
+    // entries a match handed over are this dispatcher's pending entries already: taken
+    // even when another match of the batch failed, or they would wait for a claim
+    if (handoff) {
+      const handed = replies.flatMap((r) => (r instanceof Error ? [] : (handedOf(r) ?? [])));
+      if (handed.length > 0) handoff.take(handed);
+    }
+    const failed = replies.find((r): r is Error => r instanceof Error);
+    if (failed) throw failed;
+    const results = (replies as Reply[]).map(matchEventResult);
     // the tenants' counts: waits it resolved leave `waiting` (not those that only collected
     // the event), an event it buffered is buffered
     const deltas = new Map<string, CountDelta>();

@@ -62,7 +62,8 @@ export function settledCount(r: MatchResult): number {
   return r.matched.length - r.collected.length;
 }
 
-export function matchEventResult([code, status, matched, late, collected, registrations, handed]: Reply): MatchResult {
+export function matchEventResult(reply: Reply): MatchResult {
+  const [code, status, matched, late, collected, registrations] = reply;
   if (code === Code.DUPLICATE) return { status: "duplicate", matched: [], collected: [], late: [] };
   if (code === Code.NOT_FOUND) return { status: "missing", matched: [], collected: [], late: [] };
   if (code !== Code.OK) throw failure(code);
@@ -75,6 +76,13 @@ export function matchEventResult([code, status, matched, late, collected, regist
     late: (late as string[]) ?? [],
   };
   if (Array.isArray(registrations) && registrations.length > 0) result.registrations = registrations as string[];
-  if (Array.isArray(handed) && handed.length > 0) result.handed = toStreamEntries(handed);
+  const entries = handedOf(reply);
+  if (entries) result.handed = entries;
   return result;
+}
+
+/** The outbox entries an OK reply handed over (its 7th element), read apart from the rest of the reply. */
+export function handedOf(reply: Reply): StreamEntry[] | undefined {
+  const handed = reply[6];
+  return reply[0] === Code.OK && Array.isArray(handed) && handed.length > 0 ? toStreamEntries(handed) : undefined;
 }
