@@ -24,8 +24,8 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "n
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { parseArgs } from "../lib/args.js";
 import { summarizeProfile } from "../lib/api-profile.js";
+import { parseArgs } from "../lib/args.js";
 import { type Poster, poster } from "../lib/http-post.js";
 import { runPool } from "../lib/pool.js";
 import { ready, startRole } from "../lib/product.js";

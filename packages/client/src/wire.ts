@@ -221,6 +221,7 @@ export type ErrorCode =
   | "heartbeat_disabled"
   | "already_exists"
   | "tenant_has_waits"
+  | "retry_not_allowed"
   | "unavailable"
   | "invalid_config"
   | "internal";

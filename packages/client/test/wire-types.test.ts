@@ -60,6 +60,7 @@ describe("wire types", () => {
       heartbeat_disabled: true,
       already_exists: true,
       tenant_has_waits: true,
+      retry_not_allowed: true,
       unavailable: true,
       invalid_config: true,
       internal: true,
