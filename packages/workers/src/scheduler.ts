@@ -31,7 +31,7 @@ import { continuationQueues } from "@rendezvous/protocol";
 import { type Job, type Queue, Worker } from "bullmq";
 import { addFiring, type FireResult, fireInSteps, noFiring } from "./firing.js";
 import { type BucketJob, TIMEOUT_QUEUE, TimeoutPlanner } from "./planner.js";
-import { compactCompleted, expireOutlived, QuotaRecount } from "./retention.js";
+import { Compaction, expireOutlived, QuotaRecount } from "./retention.js";
 
 export interface SchedulerOptions {
   /** bucket width: a timeout fires at most this late plus processing @defaultValue 20 */
@@ -310,6 +310,7 @@ export class Scheduler {
   }
 
   readonly #recount = new QuotaRecount();
+  readonly #compaction = new Compaction();
 
   /**
    * Retention over this process's partitions (retention.ts), then a step of the quota
@@ -332,6 +333,7 @@ export class Scheduler {
     // jobs removed before they are due: nothing to compact
     if (continuationCompactAfterMs >= continuationRetentionMs) return Promise.resolve(0);
     const queues = continuationQueues(tenants);
-    return compactCompleted(this.#store.redis, this.#res.queuePrefix, queues, continuationCompactAfterMs, now);
+    // background work: on the shared connection (as the retention), not the timeouts' own
+    return this.#compaction.run(this.#res.store.redis, this.#res.queuePrefix, queues, continuationCompactAfterMs, now);
   }
 }

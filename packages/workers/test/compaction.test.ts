@@ -9,6 +9,7 @@ import { eventually, makeResources } from "@rendezvous/testkit";
 import { Queue, Worker } from "bullmq";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { continuationQueueName, Dispatcher, Scheduler } from "../src/index.js";
+import { Compaction } from "../src/retention.js";
 
 type Res = ReturnType<typeof makeResources>;
 const QUEUE = continuationQueueName("acme");
@@ -282,5 +283,18 @@ describe("compaction of completed continuation jobs", () => {
     expect(results.map((r) => r.queue)).toEqual(queues);
     expect(pipelines).toHaveBeenCalledTimes(3);
     pipelines.mockRestore();
+  });
+
+  it("keeps to a budget of calls per run, the next run going on with the queues left", async () => {
+    const { res, queue, dispatcher } = setup({ continuationCompactAfterMs: 0 });
+    await dispatcher.start();
+    await resolved(res, queue, 2, "b");
+    const worker = hostWorker(res);
+    await eventually(async () => (await queue.getCompletedCount()) === 2 || undefined);
+    await worker.close();
+    const compaction = new Compaction(2);
+    const queues = ["continuations.none1", "continuations.none2", QUEUE];
+    expect(await compaction.run(res.redis, res.queuePrefix, queues, 0)).toBe(0);
+    expect(await compaction.run(res.redis, res.queuePrefix, queues, 0)).toBe(2);
   });
 });
