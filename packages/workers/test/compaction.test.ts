@@ -274,6 +274,29 @@ describe("compaction of completed continuation jobs", () => {
     expect(idle[0]?.compacted).toBe(0);
   });
 
+  it("walks the window behind the cursor over several calls when it holds more than the limit", async () => {
+    const { res, queue, dispatcher, jobKey } = setup({ continuationCompactAfterMs: 0 });
+    await dispatcher.start();
+    await resolved(res, queue, 2, "s");
+    const worker = hostWorker(res);
+    await eventually(async () => (await queue.getCompletedCount()) === 2 || undefined);
+    const { compactContinuations, compactionCursorKey } = await import("@rendezvous/engine");
+    const call = async (limit: number) =>
+      (await compactContinuations(res.redis, res.queuePrefix, [QUEUE], Date.now(), limit))[0];
+    expect((await call(10))?.compacted).toBe(2);
+    const cursorScore = Number(await res.redis.hget(compactionCursorKey(res.queuePrefix, QUEUE), "score"));
+    const late = await resolved(res, queue, 3, "S");
+    await eventually(async () => (await queue.getCompletedCount()) === 5 || undefined);
+    await worker.close();
+    const completed = `${res.queuePrefix}:${QUEUE}:completed`;
+    for (const [i, id] of late.entries()) await res.redis.zadd(completed, "XX", String(cursorScore - 3_000 + i), id);
+    // the window: the three late ones, then the two compacted (the cursor's job among them)
+    expect(await call(2)).toMatchObject({ compacted: 2, rescanned: 2, examined: 0 });
+    expect(await call(2)).toMatchObject({ compacted: 1, rescanned: 2, examined: 0 });
+    expect(await call(2)).toMatchObject({ compacted: 0, rescanned: 1, examined: 0 });
+    for (const id of late) expect(await res.redis.hget(jobKey(id), "data")).toBe('{"compacted":true}');
+  });
+
   it("sends at most 16 calls per round trip", async () => {
     const { res } = setup();
     const { compactContinuations } = await import("@rendezvous/engine");
