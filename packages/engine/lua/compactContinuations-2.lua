@@ -20,21 +20,58 @@
   `continuation` job, is passed over unchanged. The Wait is never read into the script,
   nor the scores of the jobs but the last one's (the cursor).
 
+  Late finishers: a finish time is stamped by the host worker's clock, so a job can enter
+  `completed` behind the cursor (a clock behind, a finish in the cursor's millisecond). Each
+  call therefore also walks a trailing window, at most ARGV[3] more jobs: from the cursor's
+  finish time less ARGV[4] (the skew assumed), but not below `now - skew` of the call that
+  began the previous walk (a job entering since has a finish time at or above it), up to the
+  cursor as it was before the call. A walk spans calls (the cursor hash's `wpos`; `wbegan`
+  its start, `wlow` the bound it leaves for the next); jobs already compacted cost an HMGET.
+  A host clock more than the skew behind leaves its jobs whole until BullMQ removes them.
+
   KEYS[1] completed  <prefix>:<queue>:completed     zset jobId -> finishedOn (BullMQ's)
-  KEYS[2] cursor     <prefix>:<queue>:rdv:compacted hash score, member: the last job passed
+  KEYS[2] cursor     <prefix>:<queue>:rdv:compacted hash score, member: the last job passed;
+                                                      wpos, wbegan, wlow: the trailing walk
 
   ARGV[1] jobPrefix  <prefix>:<queue>:  (a job's key is jobPrefix .. jobId)
   ARGV[2] upTo       ms: only jobs finished at or before it
-  ARGV[3] limit      most jobs examined
+  ARGV[3] limit      most jobs examined ahead of the cursor, and most behind it
+  ARGV[4] skewMs     ms: how far behind the cursor a late finisher is looked for
+  ARGV[5] now        ms: the caller's clock
 
   Returns
-    { compacted, examined, more (1 = a job past the limit is due too) }
+    { compacted (ahead and behind), examined (ahead), more (1 = a job past the limit is due
+      too), rescanned (jobs examined behind the cursor) }
 ]]
 --@keys
 local jobPrefix, upTo, limit = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local skew, now = tonumber(ARGV[4]), tonumber(ARGV[5])
 local STUB = '{"compacted":true}'
+local NAMES = { "timestamp", "processedOn", "finishedOn", "atm" }
 
-local cursor = redis.call("HMGET", keys.cursor, "score", "member")
+-- reduces the continuation jobs among `ids` not yet compacted; how many it reduced
+local function compact(ids)
+  local n = 0
+  for _, id in ipairs(ids) do
+    local key = jobPrefix .. id
+    local f = redis.call("HMGET", key, "name", "opts", "timestamp", "processedOn", "finishedOn", "atm")
+    if f[1] == "continuation" and f[2] then
+      redis.call("DEL", key)
+      local kept = { "name", f[1], "data", STUB }
+      for j = 1, 4 do
+        if f[j + 2] then
+          kept[#kept + 1] = NAMES[j]
+          kept[#kept + 1] = f[j + 2]
+        end
+      end
+      redis.call("HSET", key, unpack(kept))
+      n = n + 1
+    end
+  end
+  return n
+end
+
+local cursor = redis.call("HMGET", keys.cursor, "score", "member", "wpos", "wbegan", "wlow")
 local from = 0
 if cursor[2] then
   local rank = redis.call("ZRANK", keys.completed, cursor[2])
@@ -46,31 +83,47 @@ if cursor[2] then
   end
 end
 
--- the jobs due are the ranks below `due`; one past the limit tells whether more are due
+local compacted, examined = 0, 0
+
+-- behind the cursor (ranks below `from`, as they are before this call's moves)
+if cursor[2] then
+  local low = tonumber(cursor[1]) - skew
+  if cursor[5] and tonumber(cursor[5]) > low then
+    low = tonumber(cursor[5])
+  end
+  local start = redis.call("ZCOUNT", keys.completed, "-inf", "(" .. low)
+  if cursor[3] then
+    local rank = redis.call("ZRANK", keys.completed, cursor[3])
+    if rank and rank + 1 > start then
+      start = rank + 1
+    end
+  end
+  local began = cursor[4] or tostring(now - skew)
+  local stop = math.min(from, start + limit) - 1
+  if stop >= start then
+    local ids = redis.call("ZRANGE", keys.completed, start, stop)
+    compacted = compacted + compact(ids)
+    examined = examined + #ids
+  end
+  if stop < start and not cursor[3] then
+    -- nothing behind the cursor and no walk under way: nothing to write
+  elseif stop + 1 >= from then
+    -- the walk reached the cursor: the next begins at this one's start, less the skew
+    redis.call("HDEL", keys.cursor, "wpos", "wbegan")
+    redis.call("HSET", keys.cursor, "wlow", began)
+  else
+    redis.call("HSET", keys.cursor, "wpos", redis.call("ZRANGE", keys.completed, stop, stop)[1], "wbegan", began)
+  end
+end
+
+-- ahead of the cursor: the jobs due are the ranks below `due`; one past the limit tells whether more are due
 local due = redis.call("ZCOUNT", keys.completed, "-inf", upTo)
 local to = math.min(due, from + limit) - 1
 if to < from then
-  return { 0, 0, 0 }
+  return { compacted, 0, 0, examined }
 end
 local ids = redis.call("ZRANGE", keys.completed, from, to)
-local compacted = 0
-for _, id in ipairs(ids) do
-  local key = jobPrefix .. id
-  local f = redis.call("HMGET", key, "name", "opts", "timestamp", "processedOn", "finishedOn", "atm")
-  if f[1] == "continuation" and f[2] then
-    redis.call("DEL", key)
-    local kept = { "name", f[1], "data", STUB }
-    local names = { "timestamp", "processedOn", "finishedOn", "atm" }
-    for j = 1, 4 do
-      if f[j + 2] then
-        kept[#kept + 1] = names[j]
-        kept[#kept + 1] = f[j + 2]
-      end
-    end
-    redis.call("HSET", key, unpack(kept))
-    compacted = compacted + 1
-  end
-end
+compacted = compacted + compact(ids)
 local last = ids[#ids]
 redis.call("HSET", keys.cursor, "score", redis.call("ZSCORE", keys.completed, last), "member", last)
-return { compacted, #ids, (to + 1 < due) and 1 or 0 }
+return { compacted, #ids, (to + 1 < due) and 1 or 0, examined }

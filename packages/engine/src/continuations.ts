@@ -5,7 +5,7 @@
  * the wait record and its consumption are the truth. lua/compactContinuations-2.lua does
  * it per queue, a bounded number of jobs per call, from a cursor kept beside the queue's
  * keys; this names the keys (BullMQ's layout: `<queuePrefix>:<queue>:<suffix>`) and runs
- * the calls of several queues in one round trip (every queue of a deployment shares the
+ * the calls of up to COMPACT_CHUNK queues in one round trip (every queue of a deployment shares the
  * BullMQ prefix, a hash tag on a cluster: one slot).
  */
 import type { RedisLike } from "./redis.js";
@@ -17,19 +17,35 @@ export function compactionCursorKey(queuePrefix: string, queue: string): string 
   return `${queuePrefix}:${queue}:rdv:compacted`;
 }
 
+/** How far behind the cursor a call looks for late finishers (host clocks behind), by default. */
+export const COMPACT_SKEW_MS = 60_000;
+
+/** Calls per round trip: a round trip holds Redis for at most this many calls in a row. */
+export const COMPACT_CHUNK = 16;
+
 export interface CompactionResult {
   queue: string;
-  /** jobs reduced by this call */
+  /** jobs reduced by this call (ahead of the cursor and behind it) */
   compacted: number;
-  /** jobs passed (compacted, or left as they were) */
+  /** jobs passed ahead of the cursor (compacted, or left as they were) */
   examined: number;
   /** more jobs are due than the limit let this call take */
   more: boolean;
+  /** jobs passed behind the cursor, in its trailing window (late finishers) */
+  rescanned: number;
+}
+
+export interface CompactionOptions {
+  /** the trailing window behind the cursor, ms @defaultValue COMPACT_SKEW_MS */
+  skewMs?: number;
+  /** the caller's clock, ms since the epoch @defaultValue Date.now() */
+  now?: number;
 }
 
 /**
- * One compaction call per queue, pipelined: each reduces at most `limit` of its completed
- * continuation jobs finished at or before `upTo` (ms since the epoch).
+ * One compaction call per queue, pipelined COMPACT_CHUNK calls per round trip: each
+ * reduces at most `limit` of its completed continuation jobs finished at or before `upTo`
+ * (ms since the epoch), and at most `limit` more found behind its cursor.
  */
 export async function compactContinuations(
   redis: RedisLike,
@@ -37,14 +53,35 @@ export async function compactContinuations(
   queues: readonly string[],
   upTo: number,
   limit: number,
+  options: CompactionOptions = {},
 ): Promise<CompactionResult[]> {
-  if (queues.length === 0) return [];
+  const results: CompactionResult[] = [];
+  for (let i = 0; i < queues.length; i += COMPACT_CHUNK) {
+    results.push(...(await compactChunk(redis, queuePrefix, queues.slice(i, i + COMPACT_CHUNK), upTo, limit, options)));
+  }
+  return results;
+}
+
+async function compactChunk(
+  redis: RedisLike,
+  queuePrefix: string,
+  queues: readonly string[],
+  upTo: number,
+  limit: number,
+  { skewMs = COMPACT_SKEW_MS, now = Date.now() }: CompactionOptions,
+): Promise<CompactionResult[]> {
   const pipeline = redis.pipeline();
   for (const queue of queues) {
     const call = keyedCall(
       "compactContinuations",
       { completed: `${queuePrefix}:${queue}:completed`, cursor: compactionCursorKey(queuePrefix, queue) },
-      { jobPrefix: `${queuePrefix}:${queue}:`, upTo: Math.floor(upTo), limit: Math.max(1, Math.floor(limit)) },
+      {
+        jobPrefix: `${queuePrefix}:${queue}:`,
+        upTo: Math.floor(upTo),
+        limit: Math.max(1, Math.floor(limit)),
+        skewMs: Math.max(0, Math.floor(skewMs)),
+        now: Math.floor(now),
+      },
     );
     void runScript(pipeline, call);
   }
@@ -52,7 +89,13 @@ export async function compactContinuations(
   return queues.map((queue, i) => {
     const [err, value] = replies[i] ?? [new Error("no reply"), null];
     if (err) throw err;
-    const [compacted, examined, more] = asReply(value, "compactContinuations") as number[];
-    return { queue, compacted: Number(compacted), examined: Number(examined), more: more === 1 };
+    const [compacted, examined, more, rescanned] = asReply(value, "compactContinuations") as number[];
+    return {
+      queue,
+      compacted: Number(compacted),
+      examined: Number(examined),
+      more: more === 1,
+      rescanned: Number(rescanned),
+    };
   });
 }

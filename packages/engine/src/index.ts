@@ -11,7 +11,14 @@ export {
   TenantConfig,
   type TenantQuotas,
 } from "./config.js";
-export { type CompactionResult, compactContinuations, compactionCursorKey } from "./continuations.js";
+export {
+  COMPACT_CHUNK,
+  COMPACT_SKEW_MS,
+  type CompactionOptions,
+  type CompactionResult,
+  compactContinuations,
+  compactionCursorKey,
+} from "./continuations.js";
 export { canonicalJson, decodeParts, digest, encodeParts, fnv1a32, splitEncodings } from "./encoding.js";
 export { FAILPOINTS, type FailpointName, failpoint, failpointArmed, parseFailpoints } from "./failpoints.js";
 export { type ConsumerGroupInfo, findGroup } from "./formats/consumer-groups.js";

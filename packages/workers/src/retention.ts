@@ -60,30 +60,49 @@ export class QuotaRecount {
  * Completed continuation jobs examined per queue per call, and calls per run: a call of 100
  * holds Redis for about 2 ms (some 80k instructions per job), so a backlog (after a
  * scheduler outage) does not stall the resolve path; 20 calls take 2,000 jobs per queue per run.
+ * COMPACT_BUDGET bounds the calls of a run over all queues (COMPACT_CHUNK of them per round
+ * trip): with more queues than that, a run goes on where the last one stopped.
  */
 export const COMPACT_BATCH = 100;
 const COMPACT_ROUNDS = 20;
+export const COMPACT_BUDGET = 400;
 
 /**
  * Compaction of completed continuation jobs (the engine's continuations.ts): each queue of
  * the registry's tenants and groups, jobs finished `compactAfterMs` ago or earlier, at
- * most COMPACT_ROUNDS pipelined rounds of COMPACT_BATCH jobs per queue (one round trip
- * each), a queue leaving the rounds once it has nothing more due. What one run leaves,
- * the next takes. Every scheduler may run it: each call is atomic and the cursor shared.
+ * most COMPACT_ROUNDS rounds of COMPACT_BATCH jobs per queue, a queue leaving the rounds
+ * once it has nothing more due, at most COMPACT_BUDGET calls per run; the queues are taken
+ * from where the last run's budget stopped. What one run leaves, the next takes. Every
+ * scheduler may run it: each call is atomic and the cursor shared.
  */
-export async function compactCompleted(
-  redis: RedisLike,
-  queuePrefix: string,
-  queues: readonly string[],
-  compactAfterMs: number,
-  now = Date.now(),
-): Promise<number> {
-  let open = [...queues];
-  let compacted = 0;
-  for (let round = 0; round < COMPACT_ROUNDS && open.length > 0; round++) {
-    const results = await compactContinuations(redis, queuePrefix, open, now - compactAfterMs, COMPACT_BATCH);
-    compacted += results.reduce((n, r) => n + r.compacted, 0);
-    open = results.filter((r) => r.more).map((r) => r.queue);
+export class Compaction {
+  #next = 0;
+
+  constructor(readonly budget = COMPACT_BUDGET) {}
+
+  /** One run; how many jobs it compacted. */
+  async run(
+    redis: RedisLike,
+    queuePrefix: string,
+    queues: readonly string[],
+    compactAfterMs: number,
+    now = Date.now(),
+  ): Promise<number> {
+    if (queues.length === 0) return 0;
+    const start = this.#next % queues.length;
+    let open = [...queues.slice(start), ...queues.slice(0, start)];
+    let left = this.budget;
+    let compacted = 0;
+    for (let round = 0; round < COMPACT_ROUNDS && open.length > 0 && left > 0; round++) {
+      const taken = open.slice(0, left);
+      left -= taken.length;
+      if (round === 0) this.#next = (start + taken.length) % queues.length;
+      const results = await compactContinuations(redis, queuePrefix, taken, now - compactAfterMs, COMPACT_BATCH, {
+        now,
+      });
+      compacted += results.reduce((n, r) => n + r.compacted, 0);
+      open = results.filter((r) => r.more).map((r) => r.queue);
+    }
+    return compacted;
   }
-  return compacted;
 }

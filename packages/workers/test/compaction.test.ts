@@ -7,8 +7,9 @@
 import type { ConfigInput } from "@rendezvous/engine";
 import { eventually, makeResources } from "@rendezvous/testkit";
 import { Queue, Worker } from "bullmq";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { continuationQueueName, Dispatcher, Scheduler } from "../src/index.js";
+import { Compaction } from "../src/retention.js";
 
 type Res = ReturnType<typeof makeResources>;
 const QUEUE = continuationQueueName("acme");
@@ -244,5 +245,87 @@ describe("compaction of completed continuation jobs", () => {
     const next = await compactContinuations(res.redis, res.queuePrefix, [QUEUE], Date.now(), 10);
     expect(next[0]?.compacted).toBe(3);
     for (const id of rest) expect(await res.redis.hget(jobKey(id), "data")).toBe('{"compacted":true}');
+  });
+
+  it("compacts a late finisher: a job entering `completed` behind the cursor, within the skew window", async () => {
+    const { res, queue, dispatcher, jobKey } = setup({ continuationCompactAfterMs: 0 });
+    await dispatcher.start();
+    await resolved(res, queue, 3, "l");
+    const worker = hostWorker(res);
+    await eventually(async () => (await queue.getCompletedCount()) === 3 || undefined);
+    const { compactContinuations, compactionCursorKey } = await import("@rendezvous/engine");
+    const first = await compactContinuations(res.redis, res.queuePrefix, [QUEUE], Date.now(), 10);
+    expect(first[0]?.compacted).toBe(3);
+    const cursorScore = Number(await res.redis.hget(compactionCursorKey(res.queuePrefix, QUEUE), "score"));
+    // two more finish on hosts whose clocks are behind: 5 s (within the window) and 2 min (beyond)
+    const [late, later] = (await resolved(res, queue, 2, "L")) as [string, string];
+    await eventually(async () => (await queue.getCompletedCount()) === 5 || undefined);
+    await worker.close();
+    const completed = `${res.queuePrefix}:${QUEUE}:completed`;
+    await res.redis.zadd(completed, "XX", String(cursorScore - 5_000), late);
+    await res.redis.zadd(completed, "XX", String(cursorScore - 120_000), later);
+    const next = await compactContinuations(res.redis, res.queuePrefix, [QUEUE], Date.now(), 10);
+    expect(next[0]).toMatchObject({ compacted: 1, examined: 0, more: false });
+    expect(await res.redis.hget(jobKey(late), "data")).toBe('{"compacted":true}');
+    // beyond the window: whole until BullMQ removes it by age (the documented bound)
+    expect(JSON.parse((await res.redis.hget(jobKey(later), "data")) as string).id).toBe(later);
+    // a call after that finds nothing more to do behind the cursor
+    const idle = await compactContinuations(res.redis, res.queuePrefix, [QUEUE], Date.now(), 10);
+    expect(idle[0]?.compacted).toBe(0);
+  });
+
+  it("walks the window behind the cursor over several calls when it holds more than the limit", async () => {
+    const { res, queue, dispatcher, jobKey } = setup({ continuationCompactAfterMs: 0 });
+    await dispatcher.start();
+    await resolved(res, queue, 2, "s");
+    const worker = hostWorker(res);
+    await eventually(async () => (await queue.getCompletedCount()) === 2 || undefined);
+    const { compactContinuations, compactionCursorKey } = await import("@rendezvous/engine");
+    const call = async (limit: number) =>
+      (await compactContinuations(res.redis, res.queuePrefix, [QUEUE], Date.now(), limit))[0];
+    expect((await call(10))?.compacted).toBe(2);
+    const cursorScore = Number(await res.redis.hget(compactionCursorKey(res.queuePrefix, QUEUE), "score"));
+    const late = await resolved(res, queue, 3, "S");
+    await eventually(async () => (await queue.getCompletedCount()) === 5 || undefined);
+    await worker.close();
+    const completed = `${res.queuePrefix}:${QUEUE}:completed`;
+    for (const [i, id] of late.entries()) await res.redis.zadd(completed, "XX", String(cursorScore - 3_000 + i), id);
+    // the window: the three late ones, then the two compacted (the cursor's job among them)
+    expect(await call(2)).toMatchObject({ compacted: 2, rescanned: 2, examined: 0 });
+    expect(await call(2)).toMatchObject({ compacted: 1, rescanned: 2, examined: 0 });
+    expect(await call(2)).toMatchObject({ compacted: 0, rescanned: 1, examined: 0 });
+    for (const id of late) expect(await res.redis.hget(jobKey(id), "data")).toBe('{"compacted":true}');
+  });
+
+  it("runs on a connection of its own, not the timeouts' one", async () => {
+    const { res, scheduler } = setup({ continuationCompactAfterMs: 0 });
+    await scheduler.compact();
+    const clients = String(await res.redis.client("LIST"));
+    expect(clients).toContain("scheduler-compaction");
+    expect(clients).not.toContain("scheduler-timeouts");
+  });
+
+  it("sends at most 16 calls per round trip", async () => {
+    const { res } = setup();
+    const { compactContinuations } = await import("@rendezvous/engine");
+    const pipelines = vi.spyOn(res.redis, "pipeline");
+    const queues = Array.from({ length: 40 }, (_, i) => `continuations.none${i}`);
+    const results = await compactContinuations(res.redis, res.queuePrefix, queues, Date.now(), 10);
+    expect(results.map((r) => r.queue)).toEqual(queues);
+    expect(pipelines).toHaveBeenCalledTimes(3);
+    pipelines.mockRestore();
+  });
+
+  it("keeps to a budget of calls per run, the next run going on with the queues left", async () => {
+    const { res, queue, dispatcher } = setup({ continuationCompactAfterMs: 0 });
+    await dispatcher.start();
+    await resolved(res, queue, 2, "b");
+    const worker = hostWorker(res);
+    await eventually(async () => (await queue.getCompletedCount()) === 2 || undefined);
+    await worker.close();
+    const compaction = new Compaction(2);
+    const queues = ["continuations.none1", "continuations.none2", QUEUE];
+    expect(await compaction.run(res.redis, res.queuePrefix, queues, 0)).toBe(0);
+    expect(await compaction.run(res.redis, res.queuePrefix, queues, 0)).toBe(2);
   });
 });
