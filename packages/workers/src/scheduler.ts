@@ -26,7 +26,7 @@
  * (a wait registered by another process, due within the sweep period) and after a
  * crash, and the deadline index stays the source of truth.
  */
-import { Pacer, PartitionReader, type RedisLike, type Resources, type Store } from "@rendezvous/engine";
+import { Pacer, PartitionReader, type Resources, type Store } from "@rendezvous/engine";
 import { continuationQueues } from "@rendezvous/protocol";
 import { type Job, type Queue, Worker } from "bullmq";
 import { addFiring, type FireResult, fireInSteps, noFiring } from "./firing.js";
@@ -311,9 +311,6 @@ export class Scheduler {
 
   readonly #recount = new QuotaRecount();
   readonly #compaction = new Compaction();
-  /** compaction's connection, opened when first needed: its round trips queue neither behind
-   * nor ahead of the timeouts' or (in `rendezvous start`) the resolve path's commands */
-  #compactionRedis: RedisLike | undefined;
 
   /**
    * Retention over this process's partitions (retention.ts), then a step of the quota
@@ -336,7 +333,7 @@ export class Scheduler {
     // jobs removed before they are due: nothing to compact
     if (continuationCompactAfterMs >= continuationRetentionMs) return Promise.resolve(0);
     const queues = continuationQueues(tenants);
-    this.#compactionRedis ??= this.#res.connect("scheduler-compaction");
-    return this.#compaction.run(this.#compactionRedis, this.#res.queuePrefix, queues, continuationCompactAfterMs, now);
+    // background work: on the shared connection (as the retention), not the timeouts' own
+    return this.#compaction.run(this.#res.store.redis, this.#res.queuePrefix, queues, continuationCompactAfterMs, now);
   }
 }

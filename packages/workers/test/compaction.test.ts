@@ -297,14 +297,6 @@ describe("compaction of completed continuation jobs", () => {
     for (const id of late) expect(await res.redis.hget(jobKey(id), "data")).toBe('{"compacted":true}');
   });
 
-  it("runs on a connection of its own, not the timeouts' one", async () => {
-    const { res, scheduler } = setup({ continuationCompactAfterMs: 0 });
-    await scheduler.compact();
-    const clients = String(await res.redis.client("LIST"));
-    expect(clients).toContain("scheduler-compaction");
-    expect(clients).not.toContain("scheduler-timeouts");
-  });
-
   it("sends at most 16 calls per round trip", async () => {
     const { res } = setup();
     const { compactContinuations } = await import("@rendezvous/engine");
