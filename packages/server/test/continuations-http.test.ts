@@ -255,6 +255,10 @@ describe("bounds", () => {
   it("a waiting long poll takes from the queue again only when woken (no polling), and at once then", async () => {
     // the claims' fetches of initech's queue: BullMQ moveToActive (11 keys, the wait list first)
     const mon = await redis.monitor();
+    // ioredis can take a monitor line that comes before MONITOR's own reply for a reply and
+    // emit "Command queue state error" on this connection (seen on a loaded machine): that
+    // line is lost to the count, which bounds the fetches from above only, not a failure
+    mon.on("error", () => {});
     let fetches = 0;
     mon.on("monitor", (_time: string, args: string[]) => {
       if (args[0]?.toLowerCase() === "evalsha" && args[2] === "11" && args[3]?.endsWith(":continuations.initech:wait"))
