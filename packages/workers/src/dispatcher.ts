@@ -48,7 +48,6 @@ export { continuationQueueName };
 export const WEBHOOK_QUEUE = "webhooks";
 
 const DAY_S = 86_400;
-
 /** `dispatcher.after-annotate` armed: each step records its dispatches and acks in two round trips, the point between them */
 const AFTER_ANNOTATE_ARMED = failpointArmed("dispatcher.after-annotate");
 
