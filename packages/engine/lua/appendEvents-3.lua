@@ -35,67 +35,8 @@
               EXISTS (appended before)
     records   the stored event record (JSON) of each EXISTS event, in order
 ]]
---@include "codes"
---@include "packed"
---@include "clock"
---@include "event-record"
---@include "stream-entries"
---@include "expiry"
+--@include "append-events"
 
 --@keys
-local keepMs, nowArg = tonumber(ARGV[1]), ARGV[2]
-local idArg = "*"
-if nowArg ~= "" then
-  idArg = nowArg .. "-*"
-end
-
-local eventKeys, heads, fields, stored = loadEventRows(keys.events, ARGV[3])
-
--- the event keys to append now (a key repeated in the call is appended once), and
--- their trace context parts when the call has any
-local traces = ARGV[4] and unpackRows(ARGV[4], 1)[1] or nil
-local fresh, seen, traceParts = {}, {}, nil
-if traces then
-  traceParts = {}
-end
-for n = 1, #fields do
-  local eventKey = eventKeys[n]
-  if not stored[n] and not seen[eventKey] then
-    seen[eventKey] = true
-    fresh[#fresh + 1] = eventKey
-    if traces then
-      local t = traces[n] or ""
-      traceParts[#traceParts + 1] = #t .. ":" .. t
-    end
-  end
-end
-if #fresh == 0 then
-  local codes = {}
-  for n = 1, #fields do
-    codes[n] = D_EXISTS
-  end
-  return { "", table.concat(codes), stored }
-end
-
-local sid = addEntry(keys.stream, idArg, fresh, traceParts)
-local ms = string.match(sid, "^(%d+)")
-local suffix = pendingTail(sid, ms)
-
-local codes, existingRecords, records, writtenNow = {}, {}, {}, {}
-for n = 1, #fields do
-  local eventKey = eventKeys[n]
-  local existing = stored[n] or writtenNow[eventKey]
-  if existing then
-    codes[n] = D_EXISTS
-    existingRecords[#existingRecords + 1] = existing
-  else
-    local record = heads[n] .. suffix
-    writtenNow[eventKey] = record
-    records[#records + 1] = fields[n]
-    records[#records + 1] = record
-    codes[n] = D_CREATED
-  end
-end
-redis.call("HSET", keys.events, unpack(records))
-scheduleExpiry(keys.expiry, intText(tonumber(ms) + keepMs), "E", table.concat(fresh))
-return { sid, table.concat(codes), existingRecords }
+local sid, codes, existing = appendEventRows(keys, tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4])
+return { sid, codes, existing }

@@ -146,6 +146,7 @@ export {
 } from "./registry/index.js";
 export { createResources, queuePrefixFor, type ResourceOptions, type Resources } from "./resources.js";
 export {
+  type AcceptMatcher,
   type ConsumeResult,
   type DeliverRequest,
   type Handoff,

@@ -24,6 +24,8 @@ export interface Metrics {
   readonly continuationsDispatched: Counter<"channel">;
   /** outbox entries a match delivered straight to the dispatcher of its own process (`rendezvous start`) */
   readonly outboxHandoffs: Counter;
+  /** events matched in the append that accepted them (acceptEvents: `rendezvous start`) */
+  readonly acceptMatches: Counter;
   /** requests refused by a quota (docs/api.md, Quotas), by quota and tenant (an authenticated, configured one) */
   readonly quotaRefusals: Counter<"quota" | "tenant">;
   /** the registry version this process serves (0 before it has read one) */
@@ -89,6 +91,11 @@ export function createMetrics(registry: Registry = new Registry()): Metrics {
     outboxHandoffs: new Counter({
       name: "rendezvous_outbox_handoffs_total",
       help: "Outbox entries a match handed straight to the dispatcher of its process, without a blocking read",
+      ...on,
+    }),
+    acceptMatches: new Counter({
+      name: "rendezvous_accept_matches_total",
+      help: "Events matched in the script that appended them, the matcher's read not woken for them",
       ...on,
     }),
     quotaRefusals: new Counter({

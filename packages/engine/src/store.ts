@@ -2,14 +2,14 @@ import { EngineContext, type StoreConfig } from "./engine-context.js";
 import { KeyLayout } from "./keys.js";
 import type { Quotas } from "./quotas.js";
 import type { RedisLike } from "./redis.js";
-import { IngestSystem } from "./systems/ingest.js";
+import { type AcceptMatcher, IngestSystem } from "./systems/ingest.js";
 import { ResolutionSystem } from "./systems/resolution.js";
 import { TokensSystem } from "./systems/tokens.js";
 import { WaitsSystem } from "./systems/waits.js";
 
 export type { StoreConfig } from "./engine-context.js";
 export type { Rejection } from "./formats/rejection-record.js";
-export { type IngestInput, type IngestResult, REJECTIONS_KEPT } from "./systems/ingest.js";
+export { type AcceptMatcher, type IngestInput, type IngestResult, REJECTIONS_KEPT } from "./systems/ingest.js";
 export type { TokenCompletion } from "./systems/tokens.js";
 export type { DeliverRequest } from "./systems/waits.js";
 export type { ConsumeResult } from "./transitions/consumeWait.js";
@@ -51,6 +51,9 @@ export class Store {
     const resolution = new ResolutionSystem(ctx);
     const tokens = new TokensSystem(ctx);
     this.ingest = ingest.ingest.bind(ingest);
+    this.acceptWith = (matcher) => {
+      ingest.matcher = matcher;
+    };
     this.getEvent = ingest.getEvent.bind(ingest);
     this.recordRejections = ingest.recordRejections.bind(ingest);
     this.rejections = ingest.rejections.bind(ingest);
@@ -102,6 +105,11 @@ export class Store {
 
   /** systems/ingest.ts */
   ingest: IngestSystem["ingest"];
+  /**
+   * Leaves the match of what ingest appends to this process's matcher, in the same
+   * script (acceptEvents), or no longer (undefined): `rendezvous start` (server/roles.ts).
+   */
+  acceptWith: (matcher: AcceptMatcher | undefined) => void;
   getEvent: IngestSystem["getEvent"];
   recordRejections: IngestSystem["recordRejections"];
   rejections: IngestSystem["rejections"];

@@ -31,6 +31,10 @@ export async function startRoles(res: Resources, names: readonly WorkerRole[]): 
   // armed, whose point between the two steps stays where docs/api.md puts it
   const handoff = dispatcher && !FAILPOINTS.some(failpointArmed) ? dispatcher : undefined;
   const matcher = names.includes("matcher") ? new Matcher(res, { dispatcher: handoff }) : undefined;
+  // and the API's append matches what it appends in the same script when the matchers have
+  // caught up (docs/architecture.md, "Accept and match in one step"); not while tracing,
+  // whose match span is the matcher's
+  if (matcher && handoff && !res.tracing.enabled) res.store.acceptWith(matcher.acceptor(handoff));
   let stopped = false;
   await scheduler?.start();
   await dispatcher?.start();
@@ -44,6 +48,7 @@ export async function startRoles(res: Resources, names: readonly WorkerRole[]): 
     async stop() {
       if (stopped) return;
       stopped = true;
+      res.store.acceptWith(undefined);
       // matcher first: what it resolves still reaches the outbox and the dispatcher
       await matcher?.stop();
       await Promise.all([scheduler?.stop(), dispatcher?.stop()]);

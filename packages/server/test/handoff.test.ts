@@ -1,7 +1,8 @@
 /**
- * The chain in one process (docs/architecture.md): `rendezvous start` hands each match's
+ * The chain in one process (docs/architecture.md): `rendezvous start` matches each event
+ * in the append that accepted it (rendezvous_accept_matches_total) and hands the match's
  * outbox entries straight to its dispatcher (rendezvous_outbox_handoffs_total counts
- * them), and does not when a failpoint is armed, whose point stays where docs/api.md puts
+ * them), and does neither when a failpoint is armed, whose point stays where docs/api.md puts
  * it; the continuation is dispatched once either way.
  */
 import { afterEach, describe, expect, it } from "vitest";
@@ -14,8 +15,17 @@ const CONFIG = {
   tenants: { acme: { hostKeys: [HOST_KEY], producers: { billing: { keys: [PRODUCER_KEY], eventTypes: ["*"] } } } },
 };
 
-/** Resolves `n` waits through the API; the value of rendezvous_outbox_handoffs_total after. */
-async function resolveAndCount(server: Started, n: number): Promise<number> {
+const counter = (text: string, name: string): number => {
+  const m = new RegExp(`^${name}(?:\\{[^}]*\\})? (\\d+)`, "m").exec(text);
+  expect(m, `${name} on /metrics`).not.toBeNull();
+  return Number(m?.[1]);
+};
+
+/**
+ * Resolves `n` waits through the API; the values of rendezvous_outbox_handoffs_total and
+ * rendezvous_accept_matches_total after.
+ */
+async function resolveAndCount(server: Started, n: number): Promise<{ handoffs: number; acceptMatches: number }> {
   const host = client(server.url, bearer(HOST_KEY));
   const producer = client(server.url, producerKey("acme/billing", PRODUCER_KEY));
   for (let i = 0; i < n; i++) {
@@ -37,9 +47,10 @@ async function resolveAndCount(server: Started, n: number): Promise<number> {
     expect(wait.history.filter((h: { what: string }) => h.what === "continuation_dispatched")).toHaveLength(1);
   }
   const metrics = await request(server.url, "GET", "/metrics");
-  const m = /^rendezvous_outbox_handoffs_total(?:\{[^}]*\})? (\d+)/m.exec(metrics.text);
-  expect(m, "rendezvous_outbox_handoffs_total on /metrics").not.toBeNull();
-  return Number(m?.[1]);
+  return {
+    handoffs: counter(metrics.text, "rendezvous_outbox_handoffs_total"),
+    acceptMatches: counter(metrics.text, "rendezvous_accept_matches_total"),
+  };
 }
 
 describe("rendezvous start: the match hands its resolutions to the dispatcher of its process", () => {
@@ -49,14 +60,14 @@ describe("rendezvous start: the match hands its resolutions to the dispatcher of
     server = undefined;
   });
 
-  it("takes the handoff for each resolution", async () => {
+  it("matches each event in the append that accepted it and takes the handoff for each resolution", async () => {
     server = await startServer({ config: CONFIG });
-    expect(await resolveAndCount(server, 3)).toBe(3);
+    expect(await resolveAndCount(server, 3)).toEqual({ handoffs: 3, acceptMatches: 3 });
   }, 60_000);
 
-  it("reads the outbox instead when a failpoint is armed", async () => {
+  it("leaves the match to the matcher and reads the outbox instead when a failpoint is armed", async () => {
     // (armed, never reached: no timeout fires in this test)
     server = await startServer({ config: CONFIG, env: { RENDEZVOUS_FAILPOINTS: "scheduler.after-timeout=crash" } });
-    expect(await resolveAndCount(server, 2)).toBe(0);
+    expect(await resolveAndCount(server, 2)).toEqual({ handoffs: 0, acceptMatches: 0 });
   }, 60_000);
 });

@@ -11,12 +11,15 @@
  * In a process that does not trace the event's context goes on as it came.
  */
 import {
+  type AcceptMatcher,
   ConsumerLoop,
   decodeParts,
   EVENT_FEED,
   type EventEntry,
   failpoint,
   type Handoff,
+  MATCHER_GROUP,
+  type MatchResult,
   type Resources,
   type StreamEntry,
   type StreamEvent,
@@ -118,6 +121,15 @@ export class Matcher {
       });
     }
     failpoint("matcher.after-match");
+    this.#noteResults(events, results);
+    await this.loop.ack(
+      partition,
+      entries.map((e) => e.id),
+    );
+  }
+
+  /** The match metrics of events' results (event i's result i). */
+  #noteResults(events: readonly StreamEvent[], results: readonly MatchResult[]): void {
     const now = Date.now();
     const m = this.#res.metrics;
     results.forEach((r, i) => {
@@ -134,10 +146,23 @@ export class Matcher {
       }
       if (r.late.length > 0) m.lateEvents.inc(r.late.length);
     });
-    await this.loop.ack(
-      partition,
-      entries.map((e) => e.id),
-    );
+  }
+
+  /**
+   * This matcher as the one the ingest of its process leaves the match of what it
+   * appends to (acceptEvents: `rendezvous start` without a failpoint armed or tracing,
+   * server/roles.ts); the outbox entries those matches write go to `dispatcher` at once.
+   */
+  acceptor(dispatcher: NonNullable<MatcherOptions["dispatcher"]>): AcceptMatcher {
+    return {
+      matchers: { group: MATCHER_GROUP, consumer: this.loop.consumer },
+      handoff: () => dispatcher.handoff,
+      accepted: (partition, events, results, handed) => {
+        if (handed) void dispatcher.take(partition, handed);
+        this.#res.metrics.acceptMatches.inc(results.length);
+        this.#noteResults(events, results);
+      },
+    };
   }
 
   #matchSpan(partition: number, event: StreamEvent): TraceSpan {

@@ -2,10 +2,10 @@
   A consumer group of a stream, as XINFO GROUPS describes it.
 ]]
 
--- The group's last-delivered id and its count of pending (delivered, not acknowledged)
--- entries; "0-0" and 0 when the group does not exist.
+-- The group's last-delivered id, its count of pending (delivered, not acknowledged)
+-- entries and whether it exists; "0-0", 0 and false when it does not.
 local function groupPosition(streamKey, group)
-  local lastDelivered, pending = "0-0", 0
+  local lastDelivered, pending, found = "0-0", 0, false
   local groups = redis.call("XINFO", "GROUPS", streamKey)
   for g = 1, #groups do
     local info = groups[g]
@@ -20,8 +20,8 @@ local function groupPosition(streamKey, group)
       end
     end
     if name == group then
-      lastDelivered, pending = last, count
+      lastDelivered, pending, found = last, count, true
     end
   end
-  return lastDelivered, pending
+  return lastDelivered, pending, found
 end

@@ -20,15 +20,20 @@ import {
   eventRecordPrefix,
   parseEventRecord,
 } from "../formats/event-record.js";
+import { waitIdPrefix } from "../formats/index-members.js";
 import { iso } from "../formats/iso.js";
 import { type Rejection, rejectionRecord, toRejections } from "../formats/rejection-record.js";
+import type { StreamEntry, StreamEvent } from "../formats/stream-entries.js";
 import { type TraceCarrier, traceText } from "../formats/trace-context.js";
+import { type Accepted, acceptEventsCall, acceptEventsResult } from "../transitions/acceptEvents.js";
 import { annotateWaitCall } from "../transitions/annotateWait.js";
 import { type Appended, appendEventsCall, appendEventsResults } from "../transitions/appendEvents.js";
 import { dedupEventsCall, dedupEventsCodes } from "../transitions/dedupEvents.js";
+import type { Handoff, MatchResult } from "../transitions/matchEvent.js";
 import { recordRejectionCall } from "../transitions/recordRejection.js";
 import { Code, failure } from "../transitions/replies.js";
 import type { ScriptCall } from "../transitions/run.js";
+import { matchDeltas } from "./resolution.js";
 
 export type IngestResult =
   | { status: "accepted"; event: EventRecord }
@@ -43,10 +48,28 @@ export type IngestResult =
  */
 export type IngestInput = EventInput & { canonicalPayload?: string; trace?: TraceCarrier };
 
+/**
+ * The matcher of the ingest's own process (`rendezvous start`), to which the append
+ * leaves the match of what it appended, in the same script (acceptEvents): when the
+ * matchers' group has caught up, the events are matched there and then, and the
+ * matcher's read is never woken for them.
+ */
+export interface AcceptMatcher {
+  /** the matchers' group and this process's matcher consumer */
+  readonly matchers: Handoff;
+  /** the dispatcher consumer to deliver the new outbox entries to, when it takes them now */
+  handoff(): Handoff | undefined;
+  /** after a call matched: its events in entry order, their results, the outbox entries handed over */
+  accepted(partition: number, events: StreamEvent[], results: MatchResult[], handed: StreamEntry[] | undefined): void;
+}
+
 /** Most refusals kept per match key. */
 export const REJECTIONS_KEPT = 20;
 
 export class IngestSystem {
+  /** the matcher the append leaves the match to (acceptEvents); none: appendEvents */
+  matcher: AcceptMatcher | undefined;
+
   constructor(private readonly ctx: EngineContext) {}
 
   /**
@@ -115,7 +138,10 @@ export class IngestSystem {
     }
 
     const prefix = eventRecordPrefix(producer);
-    const appended = await this.ctx.perPartition<Appended>(
+    const matcher = this.matcher;
+    const handoff = matcher?.handoff();
+    type Outcome = Appended & { call?: Accepted };
+    const appended = await this.ctx.perPartition<Outcome>(
       toAppend,
       (i) => keys.partition((items[i] as Item).matchPartition),
       (k, members) => {
@@ -130,10 +156,28 @@ export class IngestSystem {
             trace: traceText(it.input.trace),
           };
         });
-        return appendEventsCall(k, { keepMs, now, events });
+        if (!matcher) return appendEventsCall(k, { keepMs, now, events });
+        const { fanoutCap, retentionMs } = config;
+        const idPrefix = waitIdPrefix(k.partition);
+        return acceptEventsCall(k, {
+          keepMs,
+          now,
+          events,
+          fanoutCap,
+          retentionMs,
+          idPrefix,
+          matchers: matcher.matchers,
+          handoff,
+        });
       },
-      appendEventsResults,
+      matcher
+        ? (reply) => {
+            const call = acceptEventsResult(reply);
+            return call.appended.map((a): Outcome => ({ ...a, call }));
+          }
+        : appendEventsResults,
     );
+    if (matcher) await this.#matched(matcher, toAppend, appended, (i) => items[i] as Item);
     failpoint("ingest.after-append");
 
     const duplicates: IngestResult[] = [];
@@ -162,6 +206,42 @@ export class IngestSystem {
     }
     if (duplicates.length > 0) await this.noteDuplicates(duplicates);
     return results as IngestResult[];
+  }
+
+  /**
+   * Hands what acceptEvents calls matched to the matcher, per call: its appended events
+   * in order; then notes the tenants' counts as the matcher's match does.
+   */
+  async #matched(
+    matcher: AcceptMatcher,
+    toAppend: number[],
+    appended: Array<Appended & { call?: Accepted }>,
+    item: (i: number) => { eventKey: string; matchPartition: number; input: IngestInput },
+  ): Promise<void> {
+    const calls = new Map<Accepted, { partition: number; events: StreamEvent[] }>();
+    for (const i of toAppend) {
+      const outcome = appended[i];
+      const call = outcome?.call;
+      if (!outcome || !call?.matches || outcome.streamId === undefined) continue;
+      const it = item(i);
+      let c = calls.get(call);
+      if (!c) {
+        c = { partition: it.matchPartition, events: [] };
+        calls.set(call, c);
+      }
+      const event: StreamEvent = { streamId: outcome.streamId, eventKey: it.eventKey };
+      if (it.input.trace) event.trace = it.input.trace;
+      c.events.push(event);
+    }
+    const eventKeys: string[] = [];
+    const results: MatchResult[] = [];
+    for (const [call, c] of calls) {
+      const matches = call.matches ?? [];
+      matcher.accepted(c.partition, c.events, matches, call.handed);
+      for (const e of c.events) eventKeys.push(e.eventKey);
+      results.push(...matches);
+    }
+    await this.ctx.noteCounts(matchDeltas(eventKeys, results));
   }
 
   /** Records `duplicate_ignored` once per (wait, event) on the waits a re-sent event reached. */

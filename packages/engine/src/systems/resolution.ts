@@ -63,18 +63,10 @@ export class ResolutionSystem {
     const failed = replies.find((r): r is Error => r instanceof Error);
     if (failed) throw failed;
     const results = (replies as Reply[]).map(matchEventResult);
-    // the tenants' counts: waits it resolved leave `waiting` (not those that only collected
-    // the event), an event it buffered is buffered
-    const deltas = new Map<string, CountDelta>();
-    results.forEach((r, i) => {
-      if (r.status !== "matched" && r.status !== "buffered" && r.status !== "late") return;
-      const [tenant = ""] = decodeParts((entries[i] as { eventKey: string }).eventKey, 1);
-      const d = deltas.get(tenant) ?? {};
-      const settled = settledCount(r);
-      if (settled > 0) d.waiting = (d.waiting ?? 0) - settled;
-      if (r.status !== "matched") d.buffered = (d.buffered ?? 0) + 1;
-      deltas.set(tenant, d);
-    });
+    const deltas = matchDeltas(
+      entries.map((e) => e.eventKey),
+      results,
+    );
     await this.ctx.noteCounts(deltas);
     return results;
   }
@@ -150,4 +142,23 @@ export class ResolutionSystem {
     }
     return results.map(({ handled, more }) => ({ handled, more }));
   }
+}
+
+/**
+ * The tenants' count changes of matches (event key i's result i): the waits a match
+ * settled leave `waiting` (not those that only collected the event), an event it
+ * buffered is buffered.
+ */
+export function matchDeltas(eventKeys: readonly string[], results: readonly MatchResult[]): Map<string, CountDelta> {
+  const deltas = new Map<string, CountDelta>();
+  results.forEach((r, i) => {
+    if (r.status !== "matched" && r.status !== "buffered" && r.status !== "late") return;
+    const [tenant = ""] = decodeParts(eventKeys[i] ?? "", 1);
+    const d = deltas.get(tenant) ?? {};
+    const settled = settledCount(r);
+    if (settled > 0) d.waiting = (d.waiting ?? 0) - settled;
+    if (r.status !== "matched") d.buffered = (d.buffered ?? 0) + 1;
+    deltas.set(tenant, d);
+  });
+  return deltas;
 }

@@ -16,22 +16,28 @@ export interface AppendEventsArgs {
 export type Appended = { streamId: string; existing?: undefined } | { existing: string; streamId?: undefined };
 
 export function appendEventsCall(k: PartitionKeys, a: AppendEventsArgs): ScriptCall {
+  const { events, traces } = packedEvents(a.events);
+  return transitionCall("appendEvents", k, { keepMs: a.keepMs, now: clock(a.now), events, traces });
+}
+
+/** The events and traces arguments of appendEvents (acceptEvents sends the same). */
+export function packedEvents(events: AppendEventsArgs["events"]): { events: Buffer; traces: Buffer[] } {
   let chars = 0;
-  for (const e of a.events) chars += e.eventKey.length + e.head.length + 10;
+  for (const e of events) chars += e.eventKey.length + e.head.length + 10;
   const packed = new Packer(chars * 3);
   let traced = false;
-  for (const e of a.events) {
+  for (const e of events) {
     packed.field(e.eventKey).field(e.head);
     if (e.trace) traced = true;
   }
   // the traces argument only when an event has one: nothing more to send or store otherwise
   const traces: Buffer[] = [];
   if (traced) {
-    const t = new Packer(a.events.length * 64);
-    for (const e of a.events) t.field(e.trace ?? "");
+    const t = new Packer(events.length * 64);
+    for (const e of events) t.field(e.trace ?? "");
     traces.push(t.done());
   }
-  return transitionCall("appendEvents", k, { keepMs: a.keepMs, now: clock(a.now), events: packed.done(), traces });
+  return { events: packed.done(), traces };
 }
 
 /** The reply { streamId, one code digit per event, the stored records of the EXISTS ones }, per event. */

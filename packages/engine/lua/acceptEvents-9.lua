@@ -1,0 +1,94 @@
+--[[
+  acceptEvents: appendEvents and, in the same step, the match of what it appended, for
+  the events of a batch whose MATCH KEY lies in this partition: the one-process
+  deployment's ingest (`rendezvous start`, no failpoint armed, not tracing), whose
+  matcher would otherwise be woken by the entry only to run matchEvent on it. The
+  append is appendEvents' (ARGV[1..3], traces last). The match is matchEvent's, for
+  each appended event in order, and happens only when the matchers' group has caught
+  up: no entry of the stream undelivered, none delivered and not acknowledged (the
+  event then comes after every event before it, as the matcher would take it). The
+  entry is then delivered to the matchers' consumer `ARGV[7]` and acknowledged, so
+  no matcher reads it again. Otherwise it is appended only, and the matcher takes it
+  as it takes every entry. Atomic, so there is no moment at which the entry is in the
+  stream and not matched while its group says it is processed.
+
+  KEYS[1] stream     {p}:s   stream of accepted events
+  KEYS[2] events     {p}:e   hash "e:<eventKey>" -> event record
+  KEYS[3] expiry     {p}:x   zset of records to remove
+  KEYS[4] waits      {p}:w   hash waitId -> wait record
+  KEYS[5] waiting    {p}:iw  lex zset "<index key><wait id body>"
+  KEYS[6] done       {p}:id  lex zset "<index key><wait id body>"
+  KEYS[7] deadlines  {p}:dl  zset waitId by deadline
+  KEYS[8] inbox      {p}:ib  lex zset "<mk><padded id><eventKey>"
+  KEYS[9] outbox     {p}:o   stream of resolutions
+
+  ARGV[1] keepMs       as appendEvents
+  ARGV[2] now          as appendEvents (and the match's time)
+  ARGV[3] events       as appendEvents
+  ARGV[4] fanoutCap    as matchEvent
+  ARGV[5] retentionMs  as matchEvent
+  ARGV[6] idPrefix     as matchEvent
+  ARGV[7] matchers     "<group> <consumer>": the stream's matchers group and the consumer
+                       of this process's matcher, to which the entry is delivered and acked
+  ARGV[8] handoff      "" or "<group> <consumer>": as matchEvent's, once for the call
+  ARGV[9..] traces     as appendEvents' ARGV[4..]; each event's context also goes on the
+                       outbox entries of the waits it resolves (matchEvent's trace)
+
+  Returns
+    { streamId, codes, records }                       appended only (as appendEvents)
+    { streamId, codes, records, matches, handed? }     appended and matched: matches has one
+                 { status, matchedWaitIds, lateWaitIds, collectedWaitIds } per appended
+                 event, in order (status as matchEvent's); handed as matchEvent's
+]]
+--@include "codes"
+--@include "clock"
+--@include "consumer-group"
+--@include "append-events"
+--@include "match-event"
+
+--@keys
+local traceArg = ARGV[9]
+
+-- caught up before this call: no entry after the group's last delivered one, none pending
+local space = string.find(ARGV[7], " ", 1, true)
+local group, consumer = string.sub(ARGV[7], 1, space - 1), string.sub(ARGV[7], space + 1)
+local caughtUp = false
+if redis.call("EXISTS", keys.stream) == 1 then
+  local lastDelivered, pending, found = groupPosition(keys.stream, group)
+  caughtUp = found and pending == 0
+    and #redis.call("XRANGE", keys.stream, "(" .. lastDelivered, "+", "COUNT", "1") == 0
+end
+
+local sid, codes, existing, fresh, traces = appendEventRows(keys, tonumber(ARGV[1]), ARGV[2], ARGV[3], traceArg)
+if sid == "" or not caughtUp then
+  return { sid, codes, existing }
+end
+
+-- delivered to this process's matcher (the group's read position and counts stay true) and done
+redis.call("XREADGROUP", "GROUP", group, consumer, "COUNT", "1", "STREAMS", keys.stream, ">")
+redis.call("XACK", keys.stream, group, sid)
+
+local now = nowMs(ARGV[2])
+local retentionMs = ARGV[5] + 0
+local matches, settled = {}, 0
+for n, eventKey in ipairs(fresh) do
+  local r = matchEntryEvent(keys, sid, eventKey, ARGV[4], retentionMs, now, ARGV[6], traces and traces[n] or "")
+  if r.code ~= C_OK then
+    -- (an event record written just now is there and names this entry: not reached)
+    return redis.error_reply("acceptEvents: match code " .. tostring(r.code))
+  end
+  matches[n] = { r.st, r.matched, r.late, r.collected or {} }
+  settled = settled + #r.matched - (r.collected and #r.collected or 0)
+end
+
+local handoff = ARGV[8]
+if handoff ~= "" and settled > 0 then
+  local at = string.find(handoff, " ", 1, true)
+  -- (pcall: a missing group leaves the entries to the blocking read, the match stands)
+  local read = redis.pcall("XREADGROUP", "GROUP", string.sub(handoff, 1, at - 1), string.sub(handoff, at + 1),
+    "COUNT", tostring(settled), "STREAMS", keys.outbox, ">")
+  if type(read) == "table" and read[1] then
+    return { sid, codes, existing, matches, read[1][2] }
+  end
+end
+return { sid, codes, existing, matches }

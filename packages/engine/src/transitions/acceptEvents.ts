@@ -1,0 +1,74 @@
+/**
+ * acceptEvents (lua/acceptEvents-9.lua): appendEvents and the match of what it appended
+ * in one step, the ingest of `rendezvous start` (docs/architecture.md, "Accept and
+ * match in one step").
+ */
+
+import { type StreamEntry, toStreamEntries } from "../formats/stream-entries.js";
+import type { PartitionKeys } from "../keys.js";
+import { type AppendEventsArgs, type Appended, appendEventsResults, packedEvents } from "./appendEvents.js";
+import type { Handoff, MatchResult } from "./matchEvent.js";
+import { clock, type ScriptCall, transitionCall } from "./run.js";
+
+export interface AcceptEventsArgs extends AppendEventsArgs {
+  fanoutCap: number;
+  retentionMs: number;
+  /** what the wait ids of the partition start with */
+  idPrefix: string;
+  /** the stream's matchers group and this process's matcher consumer */
+  matchers: Handoff;
+  /** the dispatcher consumer to deliver the new outbox entries to (see `Handoff`) */
+  handoff?: Handoff;
+}
+
+/** What one acceptEvents call did: the appends, and the matches when it matched. */
+export interface Accepted {
+  appended: Appended[];
+  /** the stream id of the entry (absent when nothing was appended) */
+  streamId?: string;
+  /** one per appended event, in the order of the call's events; absent: left to the matcher */
+  matches?: MatchResult[];
+  /** the outbox entries delivered to the handoff's consumer */
+  handed?: StreamEntry[];
+}
+
+const pair = (h: Handoff): string => `${h.group} ${h.consumer}`;
+
+export function acceptEventsCall(k: PartitionKeys, a: AcceptEventsArgs): ScriptCall {
+  const { events, traces } = packedEvents(a.events);
+  return transitionCall("acceptEvents", k, {
+    keepMs: a.keepMs,
+    now: clock(a.now),
+    events,
+    fanoutCap: a.fanoutCap,
+    retentionMs: a.retentionMs,
+    idPrefix: a.idPrefix,
+    matchers: pair(a.matchers),
+    handoff: a.handoff ? pair(a.handoff) : "",
+    traces,
+  });
+}
+
+const STATUS: Record<string, MatchResult["status"]> = { m: "matched", b: "buffered", l: "late" };
+
+export function acceptEventsResult(reply: unknown): Accepted {
+  const r = reply as [string, string, string[], unknown[]?, unknown[]?];
+  const appended = appendEventsResults(r);
+  const accepted: Accepted = { appended };
+  if (r[0]) accepted.streamId = String(r[0]);
+  const matches = r[3];
+  if (Array.isArray(matches)) {
+    accepted.matches = matches.map((m) => {
+      const [status, matched, late, collected] = m as [string, string[], string[], string[]];
+      return {
+        status: STATUS[String(status)] ?? "missing",
+        matched: matched ?? [],
+        late: late ?? [],
+        collected: collected ?? [],
+      };
+    });
+  }
+  const handed = r[4];
+  if (Array.isArray(handed) && handed.length > 0) accepted.handed = toStreamEntries(handed);
+  return accepted;
+}
