@@ -31,7 +31,9 @@
   ARGV[7] matchers     "<group> <consumer>": the stream's matchers group and the consumer
                        of this process's matcher, to which the entry is delivered and acked
   ARGV[8] handoff      "" or "<group> <consumer>": as matchEvent's, once for the call
-  ARGV[9..] traces     as appendEvents' ARGV[4..]; each event's context also goes on the
+  ARGV[9] matchUpTo    the most events a call matches: one with more only appends (a script
+                       holds Redis while it runs; the matcher's are one event each)
+  ARGV[10..] traces    as appendEvents' ARGV[4..]; each event's context also goes on the
                        outbox entries of the waits it resolves (matchEvent's trace)
 
   Returns
@@ -47,7 +49,7 @@
 --@include "match-event"
 
 --@keys
-local traceArg = ARGV[9]
+local traceArg = ARGV[10]
 
 -- caught up before this call: no entry after the group's last delivered one, none pending
 local space = string.find(ARGV[7], " ", 1, true)
@@ -60,13 +62,9 @@ if redis.call("EXISTS", keys.stream) == 1 then
 end
 
 local sid, codes, existing, fresh, traces = appendEventRows(keys, tonumber(ARGV[1]), ARGV[2], ARGV[3], traceArg)
-if sid == "" or not caughtUp then
+if sid == "" or not caughtUp or #fresh > ARGV[9] + 0 then
   return { sid, codes, existing }
 end
-
--- delivered to this process's matcher (the group's read position and counts stay true) and done
-redis.call("XREADGROUP", "GROUP", group, consumer, "COUNT", "1", "STREAMS", keys.stream, ">")
-redis.call("XACK", keys.stream, group, sid)
 
 local now = nowMs(ARGV[2])
 local retentionMs = ARGV[5] + 0
@@ -74,12 +72,19 @@ local matches, settled = {}, 0
 for n, eventKey in ipairs(fresh) do
   local r = matchEntryEvent(keys, sid, eventKey, ARGV[4], retentionMs, now, ARGV[6], traces and traces[n] or "")
   if r.code ~= C_OK then
-    -- (an event record written just now is there and names this entry: not reached)
-    return redis.error_reply("acceptEvents: match code " .. tostring(r.code))
+    -- (not reached: the record was written just now and names this entry) the entry stays
+    -- undelivered, and the matcher runs the match again, which changes nothing done here
+    return { sid, codes, existing }
   end
   matches[n] = { r.st, r.matched, r.late, r.collected or {} }
   settled = settled + #r.matched - (r.collected and #r.collected or 0)
 end
+
+-- matched: delivered to this process's matcher (the group's read position and counts stay
+-- true) and acknowledged. Last, so that a match that raises (Redis keeps a script's writes
+-- before an error) leaves the entry undelivered for the matcher, never acked unmatched.
+redis.call("XREADGROUP", "GROUP", group, consumer, "COUNT", "1", "STREAMS", keys.stream, ">")
+redis.call("XACK", keys.stream, group, sid)
 
 local handoff = ARGV[8]
 if handoff ~= "" and settled > 0 then

@@ -132,8 +132,11 @@ export class EngineContext {
     indices: number[],
     partitionOf: (i: number) => PartitionKeys,
     call: (k: PartitionKeys, members: number[]) => ScriptCall,
-    /** the script's reply for a call → one value per member (default: the reply is that list) */
-    split: (reply: unknown, count: number) => T[] = (reply) => (Array.isArray(reply) ? reply : []),
+    /**
+     * the script's reply for a call → one value per member (default: the reply is that
+     * list); every call that answered is split, in order, before a failed one is thrown
+     */
+    split: (reply: unknown, count: number, members: number[]) => T[] = (reply) => (Array.isArray(reply) ? reply : []),
   ): Promise<T[]> {
     const groups = new Map<PartitionKeys, number[]>();
     for (const i of indices) {
@@ -147,10 +150,14 @@ export class EngineContext {
     const results = await runCalls(this.redis, calls);
     // one value per item index (a sparse array: items not in `indices` stay empty)
     const out: T[] = [];
+    let failed: Error | undefined;
     entries.forEach(([, members], g) => {
       const [err, value] = results[g] ?? [null, null];
-      if (err) throw err;
-      const values = split(value, members.length);
+      if (err) {
+        failed ??= err;
+        return;
+      }
+      const values = split(value, members.length, members);
       if (values.length !== members.length) {
         throw new RendezvousError("internal", `${calls[g]?.script}: malformed batch reply`);
       }
@@ -158,6 +165,7 @@ export class EngineContext {
         out[i] = values[j] as T;
       });
     });
+    if (failed) throw failed;
     return out;
   }
 

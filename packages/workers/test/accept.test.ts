@@ -22,11 +22,14 @@ const spec = (runId: string, correlationId: string) => ({
 const ev = (id: string, correlationId: string) => ({ id, type: "job.done", correlationId, payload: { id } });
 
 /** One partition with both groups, and a dispatcher stand-in that keeps what it is handed. */
-async function setup(claimIdleMs = 300) {
-  const res = makeResources({ partitions: 1, claimIdleMs });
+async function setup(claimIdleMs = 300, config: { partitions?: number; fanoutCap?: number } = {}) {
+  const res = makeResources({ partitions: 1, claimIdleMs, ...config });
   const k = res.store.keys.partition(0);
-  await res.redis.xgroup("CREATE", k.stream, MATCHER_GROUP, "0", "MKSTREAM");
-  await res.redis.xgroup("CREATE", k.outbox, DISPATCHER_GROUP, "0", "MKSTREAM");
+  for (const p of res.store.keys.allPartitions()) {
+    const pk = res.store.keys.partition(p);
+    await res.redis.xgroup("CREATE", pk.stream, MATCHER_GROUP, "0", "MKSTREAM");
+    await res.redis.xgroup("CREATE", pk.outbox, DISPATCHER_GROUP, "0", "MKSTREAM");
+  }
   const taken: StreamEntry[] = [];
   const stand = {
     handoff: { group: DISPATCHER_GROUP, consumer: "stand-in" },
@@ -166,5 +169,63 @@ describe("ingest that matches what it appends (acceptEvents)", () => {
       await queue.close();
       await dispatcher.stop();
     }
+  });
+
+  it("a match that raises leaves the entry undelivered for the matcher, never acked unmatched", async () => {
+    const { res, k, acceptor, matcher } = await setup();
+    res.store.acceptWith(acceptor);
+    const good = (await res.store.register("acme", spec("run-a", "job-1"))).wait;
+    const bad = (await res.store.register("acme", spec("run-b", "job-1"))).wait;
+    const record = (await res.redis.hget(k.waits, bad.id)) as string;
+    await res.redis.hset(k.waits, bad.id, "{broken");
+    await expect(res.store.ingest("acme", "svc", [ev("e1", "job-1")])).rejects.toThrow();
+    // appended, not delivered to the matchers, the event still pending
+    const group = await groupOf(res, k.stream);
+    expect(group["last-delivered-id"]).toBe("0-0");
+    expect(group.pending).toBe(0);
+    expect(await acceptMatches(res)).toBe(0);
+    // repaired, the matcher takes the entry: both waits resolved by the event
+    await res.redis.hset(k.waits, bad.id, record);
+    await matcher.start();
+    try {
+      await eventually(async () =>
+        (await stateOf(res, good.id)) === "resolved" && (await stateOf(res, bad.id)) === "resolved" ? true : undefined,
+      );
+    } finally {
+      await matcher.stop();
+    }
+  });
+
+  it("hands on and counts what one partition's call matched when another partition's call fails", async () => {
+    const { res, taken, acceptor } = await setup(300, { partitions: 8 });
+    res.store.acceptWith(acceptor);
+    const keys = res.store.keys;
+    // two correlation ids of two partitions
+    const ids = Array.from({ length: 64 }, (_, i) => `job-${i}`);
+    const place = (c: string) => keys.matchPartition("acme", "job.done", c);
+    const one = ids[0] as string;
+    const other = ids.find((c) => place(c) !== place(one)) as string;
+    const good = (await res.store.register("acme", spec("run-a", one))).wait;
+    const bad = (await res.store.register("acme", spec("run-b", other))).wait;
+    await res.redis.hset(keys.partition(place(other)).waits, bad.id, "{broken");
+    await expect(res.store.ingest("acme", "svc", [ev("e1", one), ev("e2", other)])).rejects.toThrow();
+    expect(await stateOf(res, good.id)).toBe("resolved");
+    expect(taken.map((e) => e.fields?.w)).toEqual([good.id]);
+    expect(await acceptMatches(res)).toBe(1);
+  });
+
+  it("a call of more events than the budget allows only appends: the matcher takes it", async () => {
+    // fan-out cap 800: at most 2 events per call are matched in the append
+    const { res, acceptor } = await setup(300, { fanoutCap: 800 });
+    res.store.acceptWith(acceptor);
+    const register = (c: string) => res.store.register("acme", spec(`run-${c}`, c)).then((r) => r.wait);
+    const two = await Promise.all(["a", "b"].map(register));
+    await res.store.ingest("acme", "svc", [ev("e1", "a"), ev("e2", "b")]);
+    for (const w of two) expect(await stateOf(res, w.id)).toBe("resolved");
+    expect(await acceptMatches(res)).toBe(2);
+    const three = await Promise.all(["c", "d", "e"].map(register));
+    await res.store.ingest("acme", "svc", [ev("e3", "c"), ev("e4", "d"), ev("e5", "e")]);
+    for (const w of three) expect(await stateOf(res, w.id)).toBe("waiting");
+    expect(await acceptMatches(res)).toBe(2);
   });
 });

@@ -140,44 +140,51 @@ export class IngestSystem {
     const prefix = eventRecordPrefix(producer);
     const matcher = this.matcher;
     const handoff = matcher?.handoff();
-    type Outcome = Appended & { call?: Accepted };
-    const appended = await this.ctx.perPartition<Outcome>(
-      toAppend,
-      (i) => keys.partition((items[i] as Item).matchPartition),
-      (k, members) => {
-        let keepMs = config.dedupWindowMs;
-        const events = members.map((i) => {
-          const it = items[i] as Item;
-          const retention = retentionFor(config as Config, it.input.type);
-          keepMs = Math.max(keepMs, retention);
-          return {
-            eventKey: it.eventKey,
-            head: eventRecordHead(prefix, it, retention),
-            trace: traceText(it.input.trace),
-          };
-        });
-        if (!matcher) return appendEventsCall(k, { keepMs, now, events });
-        const { fanoutCap, retentionMs } = config;
-        const idPrefix = waitIdPrefix(k.partition);
-        return acceptEventsCall(k, {
-          keepMs,
-          now,
-          events,
-          fanoutCap,
-          retentionMs,
-          idPrefix,
-          matchers: matcher.matchers,
-          handoff,
-        });
-      },
-      matcher
-        ? (reply) => {
-            const call = acceptEventsResult(reply);
-            return call.appended.map((a): Outcome => ({ ...a, call }));
-          }
-        : appendEventsResults,
-    );
-    if (matcher) await this.#matched(matcher, toAppend, appended, (i) => items[i] as Item);
+    // the calls that matched what they appended, with their members (in call order)
+    const matchedCalls: Array<{ call: Accepted; members: number[] }> = [];
+    const appendAll = () =>
+      this.ctx.perPartition<Appended>(
+        toAppend,
+        (i) => keys.partition((items[i] as Item).matchPartition),
+        (k, members) => {
+          let keepMs = config.dedupWindowMs;
+          const events = members.map((i) => {
+            const it = items[i] as Item;
+            const retention = retentionFor(config as Config, it.input.type);
+            keepMs = Math.max(keepMs, retention);
+            return {
+              eventKey: it.eventKey,
+              head: eventRecordHead(prefix, it, retention),
+              trace: traceText(it.input.trace),
+            };
+          });
+          if (!matcher) return appendEventsCall(k, { keepMs, now, events });
+          return acceptEventsCall(k, {
+            keepMs,
+            now,
+            events,
+            fanoutCap: config.fanoutCap,
+            retentionMs: config.retentionMs,
+            idPrefix: waitIdPrefix(k.partition),
+            matchers: matcher.matchers,
+            handoff,
+          });
+        },
+        matcher
+          ? (reply, _count, members) => {
+              const call = acceptEventsResult(reply);
+              if (call.matches) matchedCalls.push({ call, members });
+              return call.appended;
+            }
+          : appendEventsResults,
+      );
+    let appended: Appended[];
+    try {
+      appended = await appendAll();
+    } finally {
+      // (also when another partition's call failed: what matched is handed on and counted)
+      if (matcher && matchedCalls.length > 0) await this.#matched(matcher, matchedCalls, (i) => items[i] as Item);
+    }
     failpoint("ingest.after-append");
 
     const duplicates: IngestResult[] = [];
@@ -210,35 +217,31 @@ export class IngestSystem {
 
   /**
    * Hands what acceptEvents calls matched to the matcher, per call: its appended events
-   * in order; then notes the tenants' counts as the matcher's match does.
+   * in order (the members it appended, as the script's `fresh`); then notes the tenants'
+   * counts as the matcher's match does.
    */
   async #matched(
     matcher: AcceptMatcher,
-    toAppend: number[],
-    appended: Array<Appended & { call?: Accepted }>,
+    calls: ReadonlyArray<{ call: Accepted; members: number[] }>,
     item: (i: number) => { eventKey: string; matchPartition: number; input: IngestInput },
   ): Promise<void> {
-    const calls = new Map<Accepted, { partition: number; events: StreamEvent[] }>();
-    for (const i of toAppend) {
-      const outcome = appended[i];
-      const call = outcome?.call;
-      if (!outcome || !call?.matches || outcome.streamId === undefined) continue;
-      const it = item(i);
-      let c = calls.get(call);
-      if (!c) {
-        c = { partition: it.matchPartition, events: [] };
-        calls.set(call, c);
-      }
-      const event: StreamEvent = { streamId: outcome.streamId, eventKey: it.eventKey };
-      if (it.input.trace) event.trace = it.input.trace;
-      c.events.push(event);
-    }
     const eventKeys: string[] = [];
     const results: MatchResult[] = [];
-    for (const [call, c] of calls) {
+    for (const { call, members } of calls) {
       const matches = call.matches ?? [];
-      matcher.accepted(c.partition, c.events, matches, call.handed);
-      for (const e of c.events) eventKeys.push(e.eventKey);
+      const events: StreamEvent[] = [];
+      let partition = 0;
+      members.forEach((i, j) => {
+        const outcome = call.appended[j];
+        if (outcome?.streamId === undefined) return;
+        const it = item(i);
+        partition = it.matchPartition;
+        const event: StreamEvent = { streamId: outcome.streamId, eventKey: it.eventKey };
+        if (it.input.trace) event.trace = it.input.trace;
+        events.push(event);
+      });
+      matcher.accepted(partition, events, matches, call.handed);
+      for (const e of events) eventKeys.push(e.eventKey);
       results.push(...matches);
     }
     await this.ctx.noteCounts(matchDeltas(eventKeys, results));

@@ -34,6 +34,13 @@ export interface Accepted {
 
 const pair = (h: Handoff): string => `${h.group} ${h.consumer}`;
 
+/**
+ * The most waits a call's matches may resolve (events × fan-out cap): a call with more
+ * events than this allows only appends, and its entry goes to the matcher, whose scripts
+ * are one event each (a script holds Redis while it runs).
+ */
+export const ACCEPT_MATCH_BUDGET = 1_600;
+
 export function acceptEventsCall(k: PartitionKeys, a: AcceptEventsArgs): ScriptCall {
   const { events, traces } = packedEvents(a.events);
   return transitionCall("acceptEvents", k, {
@@ -45,6 +52,7 @@ export function acceptEventsCall(k: PartitionKeys, a: AcceptEventsArgs): ScriptC
     idPrefix: a.idPrefix,
     matchers: pair(a.matchers),
     handoff: a.handoff ? pair(a.handoff) : "",
+    matchUpTo: Math.max(1, Math.floor(ACCEPT_MATCH_BUDGET / a.fanoutCap)),
     traces,
   });
 }
