@@ -158,7 +158,8 @@ export class Matcher {
       matchers: { group: MATCHER_GROUP, consumer: this.loop.consumer },
       handoff: () => dispatcher.handoff,
       accepted: (partition, events, results, handed) => {
-        if (handed) void dispatcher.take(partition, handed);
+        // (at the next turn: the API's 202 goes out first, docs/architecture.md)
+        if (handed) setImmediate(() => void dispatcher.take(partition, handed));
         this.#res.metrics.acceptMatches.inc(results.length);
         this.#noteResults(events, results);
       },
