@@ -7,8 +7,9 @@
   each appended event in order, and happens only when the matchers' group has caught
   up: no entry of the stream undelivered, none delivered and not acknowledged (the
   event then comes after every event before it, as the matcher would take it). The
-  entry is then delivered to the matchers' consumer `ARGV[7]` and acknowledged, so
-  no matcher reads it again. Otherwise it is appended only, and the matcher takes it
+  group is then moved past the entry (XGROUP SETID with its entries-read count one
+  more; where Redis does not tell that count, a read into the matchers' consumer
+  `ARGV[7]` and an ack), so no matcher reads it again. Otherwise it is appended only, and the matcher takes it
   as it takes every entry. Atomic, so there is no moment at which the entry is in the
   stream and not matched while its group says it is processed.
 
@@ -54,11 +55,15 @@ local traceArg = ARGV[10]
 -- caught up before this call: no entry after the group's last delivered one, none pending
 local space = string.find(ARGV[7], " ", 1, true)
 local group, consumer = string.sub(ARGV[7], 1, space - 1), string.sub(ARGV[7], space + 1)
+-- (the group's lag when Redis knows it, else a look past its last-delivered id)
+local state = redis.call("EXISTS", keys.stream) == 1 and groupState(keys.stream, group) or nil
 local caughtUp = false
-if redis.call("EXISTS", keys.stream) == 1 then
-  local lastDelivered, pending, found = groupPosition(keys.stream, group)
-  caughtUp = found and pending == 0
-    and #redis.call("XRANGE", keys.stream, "(" .. lastDelivered, "+", "COUNT", "1") == 0
+if state and state.pending == 0 then
+  if state.lag ~= nil then
+    caughtUp = state.lag == 0
+  else
+    caughtUp = #redis.call("XRANGE", keys.stream, "(" .. state.lastDelivered, "+", "COUNT", "1") == 0
+  end
 end
 
 local sid, codes, existing, fresh, traces = appendEventRows(keys, tonumber(ARGV[1]), ARGV[2], ARGV[3], traceArg)
@@ -83,8 +88,14 @@ end
 -- matched: delivered to this process's matcher (the group's read position and counts stay
 -- true) and acknowledged. Last, so that a match that raises (Redis keeps a script's writes
 -- before an error) leaves the entry undelivered for the matcher, never acked unmatched.
-redis.call("XREADGROUP", "GROUP", group, consumer, "COUNT", "1", "STREAMS", keys.stream, ">")
-redis.call("XACK", keys.stream, group, sid)
+-- (where the group's entries-read count is known, its position is set past the entry with
+-- the count one more, as a read and its ack would leave both, without a reply to build)
+if state.entriesRead ~= nil then
+  redis.call("XGROUP", "SETID", keys.stream, group, sid, "ENTRIESREAD", state.entriesRead + 1)
+else
+  redis.call("XREADGROUP", "GROUP", group, consumer, "COUNT", "1", "STREAMS", keys.stream, ">")
+  redis.call("XACK", keys.stream, group, sid)
+end
 
 local handoff = ARGV[8]
 if handoff ~= "" and settled > 0 then

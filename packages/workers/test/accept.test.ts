@@ -80,6 +80,25 @@ describe("ingest that matches what it appends (acceptEvents)", () => {
     expect(event?.matchedWaits).toEqual([wait.id]);
   });
 
+  it("where Redis cannot tell the group's entries-read count, reads the entry into the matcher and acks it", async () => {
+    const { res, k, acceptor } = await setup();
+    // an entry read and acked, then the group set to it by id alone: entries-read unknown
+    const [e0] = await res.store.ingest("acme", "svc", [ev("e0", "job-0")]);
+    const id0 = e0?.status === "accepted" ? e0.event.streamId : "";
+    await res.redis.xreadgroup("GROUP", MATCHER_GROUP, "m", "COUNT", "1", "STREAMS", k.stream, ">");
+    await res.redis.xack(k.stream, MATCHER_GROUP, id0);
+    await res.redis.xgroup("SETID", k.stream, MATCHER_GROUP, id0);
+    const info = ((await res.redis.xinfo("GROUPS", k.stream)) as unknown[][])[0] ?? [];
+    expect(info[info.indexOf("entries-read") + 1]).toBeNull();
+    res.store.acceptWith(acceptor);
+    const { wait } = await res.store.register("acme", spec("run-1", "job-1"));
+    const [r] = await res.store.ingest("acme", "svc", [ev("e1", "job-1")]);
+    expect(await stateOf(res, wait.id)).toBe("resolved");
+    const group = await groupOf(res, k.stream);
+    expect(group.pending).toBe(0);
+    expect(group["last-delivered-id"]).toBe(r?.status === "accepted" ? r.event.streamId : "");
+  });
+
   it("matches every event of a batch in the call, buffers the one no wait takes", async () => {
     const { res, taken, acceptor } = await setup();
     res.store.acceptWith(acceptor);
