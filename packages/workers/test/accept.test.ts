@@ -80,6 +80,25 @@ describe("ingest that matches what it appends (acceptEvents)", () => {
     expect(event?.matchedWaits).toEqual([wait.id]);
   });
 
+  it("moves the group past each entry it matched: last-delivered id, entries-read and lag stay true", async () => {
+    const { res, k, acceptor } = await setup();
+    res.store.acceptWith(acceptor);
+    const ids: string[] = [];
+    for (const n of [1, 2, 3]) {
+      const { wait } = await res.store.register("acme", spec(`run-${n}`, `job-${n}`));
+      const [r] = await res.store.ingest("acme", "svc", [ev(`e${n}`, `job-${n}`)]);
+      expect(await stateOf(res, wait.id)).toBe("resolved");
+      ids.push(r?.status === "accepted" ? r.event.streamId : "");
+    }
+    const info = ((await res.redis.xinfo("GROUPS", k.stream)) as unknown[][])[0] ?? [];
+    const field = (name: string) => info[info.indexOf(name) + 1];
+    expect(field("last-delivered-id")).toBe(ids[2]);
+    expect(field("entries-read")).toBe(3);
+    expect(field("lag")).toBe(0);
+    expect(field("pending")).toBe(0);
+    expect(await acceptMatches(res)).toBe(3);
+  });
+
   it("where Redis cannot tell the group's entries-read count, reads the entry into the matcher and acks it", async () => {
     const { res, k, acceptor } = await setup();
     // an entry read and acked, then the group set to it by id alone: entries-read unknown
