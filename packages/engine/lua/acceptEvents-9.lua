@@ -9,9 +9,9 @@
   event then comes after every event before it, as the matcher would take it). The
   group is then moved past the entry (XGROUP SETID with its entries-read count one
   more; where Redis does not tell that count, a read into the matchers' consumer
-  `ARGV[7]` and an ack), so no matcher reads it again. Otherwise it is appended only, and the matcher takes it
-  as it takes every entry. Atomic, so there is no moment at which the entry is in the
-  stream and not matched while its group says it is processed.
+  `ARGV[7]` and an ack), so no matcher reads it again. Otherwise it is appended only,
+  and the matcher takes it as it takes every entry. The group is moved last, so a
+  match that raises leaves the entry undelivered: never acknowledged unmatched.
 
   KEYS[1] stream     {p}:s   stream of accepted events
   KEYS[2] events     {p}:e   hash "e:<eventKey>" -> event record
@@ -30,7 +30,7 @@
   ARGV[5] retentionMs  as matchEvent
   ARGV[6] idPrefix     as matchEvent
   ARGV[7] matchers     "<group> <consumer>": the stream's matchers group and the consumer
-                       of this process's matcher, to which the entry is delivered and acked
+                       of this process's matcher (the one read into where a read is needed)
   ARGV[8] handoff      "" or "<group> <consumer>": as matchEvent's, once for the call
   ARGV[9] matchUpTo    the most events a call matches: one with more only appends (a script
                        holds Redis while it runs; the matcher's are one event each)
@@ -53,8 +53,7 @@
 local traceArg = ARGV[10]
 
 -- caught up before this call: no entry after the group's last delivered one, none pending
-local space = string.find(ARGV[7], " ", 1, true)
-local group, consumer = string.sub(ARGV[7], 1, space - 1), string.sub(ARGV[7], space + 1)
+local group, consumer = groupAndConsumer(ARGV[7])
 -- (the group's lag when Redis knows it, else a look past its last-delivered id)
 local state = redis.call("EXISTS", keys.stream) == 1 and groupState(keys.stream, group) or nil
 local caughtUp = false
@@ -97,14 +96,10 @@ else
   redis.call("XACK", keys.stream, group, sid)
 end
 
-local handoff = ARGV[8]
-if handoff ~= "" and settled > 0 then
-  local at = string.find(handoff, " ", 1, true)
-  -- (pcall: a missing group leaves the entries to the blocking read, the match stands)
-  local read = redis.pcall("XREADGROUP", "GROUP", string.sub(handoff, 1, at - 1), string.sub(handoff, at + 1),
-    "COUNT", tostring(settled), "STREAMS", keys.outbox, ">")
-  if type(read) == "table" and read[1] then
-    return { sid, codes, existing, matches, read[1][2] }
+if ARGV[8] ~= "" and settled > 0 then
+  local handed = deliverTo(keys.outbox, ARGV[8], tostring(settled))
+  if handed then
+    return { sid, codes, existing, matches, handed }
   end
 end
 return { sid, codes, existing, matches }

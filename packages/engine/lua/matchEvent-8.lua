@@ -77,6 +77,8 @@ end
 local matched, late, collected, registrations = r.matched, r.late, r.collected, r.registrations
 -- (only when a wait was settled: the event wrote outbox entries)
 if handoff ~= "" and #matched > (collected and #collected or 0) then
+  -- (consumer-group.lua's deliverTo written out: a helper is one more closure made on every
+  -- match call, layout.keyspace.test.ts)
   local space = string.find(handoff, " ", 1, true)
   -- (pcall: a missing group leaves the entries to the blocking read, the match stands)
   local read = redis.pcall("XREADGROUP", "GROUP", string.sub(handoff, 1, space - 1), string.sub(handoff, space + 1),

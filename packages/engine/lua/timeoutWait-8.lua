@@ -84,7 +84,8 @@ local function onTimeUnprocessed()
     entryEventKeys(entry, eventKeys)
     return #eventKeys <= SCAN_CAP
   end
-  local lastDelivered, pending = groupPosition(keys.stream, group)
+  local state = groupState(keys.stream, group)
+  local lastDelivered, pending = state and state.lastDelivered or "0-0", state and state.pending or 0
   -- delivered, not acknowledged, up to the deadline (ids only), and not delivered yet:
   -- at most SCAN_CAP entries in all, counted before any is read
   local ids = {}

@@ -2,30 +2,6 @@
   A consumer group of a stream, as XINFO GROUPS describes it.
 ]]
 
--- The group's last-delivered id, its count of pending (delivered, not acknowledged)
--- entries and whether it exists; "0-0", 0 and false when it does not.
-local function groupPosition(streamKey, group)
-  local lastDelivered, pending, found = "0-0", 0, false
-  local groups = redis.call("XINFO", "GROUPS", streamKey)
-  for g = 1, #groups do
-    local info = groups[g]
-    local name, last, count
-    for i = 1, #info, 2 do
-      if info[i] == "name" then
-        name = info[i + 1]
-      elseif info[i] == "last-delivered-id" then
-        last = info[i + 1]
-      elseif info[i] == "pending" then
-        count = info[i + 1]
-      end
-    end
-    if name == group then
-      lastDelivered, pending, found = last, count, true
-    end
-  end
-  return lastDelivered, pending, found
-end
-
 -- The group as XINFO GROUPS describes it: { lastDelivered, pending, entriesRead, lag }
 -- (entriesRead and lag nil where Redis cannot tell them), or nil when it does not exist.
 local function groupState(streamKey, group)
@@ -50,6 +26,25 @@ local function groupState(streamKey, group)
     if name == group then
       return state
     end
+  end
+  return nil
+end
+
+-- A "<group> <consumer>" argument as its two parts.
+local function groupAndConsumer(pair)
+  local space = string.find(pair, " ", 1, true)
+  return string.sub(pair, 1, space - 1), string.sub(pair, space + 1)
+end
+
+-- Delivers up to `count` undelivered entries of the stream to the consumer of
+-- `pair` ("<group> <consumer>") and returns them as XREADGROUP gives them ({id, {field,
+-- value, ...}}, ...), or nil for none. A group that does not exist (yet) delivers none:
+-- the entries wait for its first read (redis.pcall: the caller's writes stand).
+local function deliverTo(streamKey, pair, count)
+  local group, consumer = groupAndConsumer(pair)
+  local read = redis.pcall("XREADGROUP", "GROUP", group, consumer, "COUNT", count, "STREAMS", streamKey, ">")
+  if type(read) == "table" and read[1] then
+    return read[1][2]
   end
   return nil
 end

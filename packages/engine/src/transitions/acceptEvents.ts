@@ -7,7 +7,7 @@
 import { type StreamEntry, toStreamEntries } from "../formats/stream-entries.js";
 import type { PartitionKeys } from "../keys.js";
 import { type AppendEventsArgs, type Appended, appendEventsResults, packedEvents } from "./appendEvents.js";
-import type { Handoff, MatchResult } from "./matchEvent.js";
+import { type Handoff, type MatchResult, matchStatus } from "./matchEvent.js";
 import { clock, type ScriptCall, transitionCall } from "./run.js";
 
 export interface AcceptEventsArgs extends AppendEventsArgs {
@@ -24,8 +24,6 @@ export interface AcceptEventsArgs extends AppendEventsArgs {
 /** What one acceptEvents call did: the appends, and the matches when it matched. */
 export interface Accepted {
   appended: Appended[];
-  /** the stream id of the entry (absent when nothing was appended) */
-  streamId?: string;
   /** one per appended event, in the order of the call's events; absent: left to the matcher */
   matches?: MatchResult[];
   /** the outbox entries delivered to the handoff's consumer */
@@ -57,19 +55,16 @@ export function acceptEventsCall(k: PartitionKeys, a: AcceptEventsArgs): ScriptC
   });
 }
 
-const STATUS: Record<string, MatchResult["status"]> = { m: "matched", b: "buffered", l: "late" };
-
 export function acceptEventsResult(reply: unknown): Accepted {
   const r = reply as [string, string, string[], unknown[]?, unknown[]?];
   const appended = appendEventsResults(r);
   const accepted: Accepted = { appended };
-  if (r[0]) accepted.streamId = String(r[0]);
   const matches = r[3];
   if (Array.isArray(matches)) {
     accepted.matches = matches.map((m) => {
       const [status, matched, late, collected] = m as [string, string[], string[], string[]];
       return {
-        status: STATUS[String(status)] ?? "missing",
+        status: matchStatus(status),
         matched: matched ?? [],
         late: late ?? [],
         collected: collected ?? [],

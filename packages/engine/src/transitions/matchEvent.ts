@@ -62,13 +62,20 @@ export function settledCount(r: MatchResult): number {
   return r.matched.length - r.collected.length;
 }
 
+/** A match's status as the scripts reply it (m, b, l: matchEvent's and acceptEvents'). */
+export function matchStatus(status: unknown): "matched" | "buffered" | "late" {
+  if (status === "m") return "matched";
+  if (status === "b") return "buffered";
+  if (status === "l") return "late";
+  throw new RendezvousError("internal", `match: status ${String(status)}`);
+}
+
 export function matchEventResult(reply: Reply): MatchResult {
   const [code, status, matched, late, collected, registrations] = reply;
   if (code === Code.DUPLICATE) return { status: "duplicate", matched: [], collected: [], late: [] };
   if (code === Code.NOT_FOUND) return { status: "missing", matched: [], collected: [], late: [] };
   if (code !== Code.OK) throw failure(code);
-  const s = status === "m" ? "matched" : status === "b" ? "buffered" : status === "l" ? "late" : null;
-  if (!s) throw new RendezvousError("internal", `matchEvent: status ${String(status)}`);
+  const s = matchStatus(status);
   const result: MatchResult = {
     status: s,
     matched: (matched as string[]) ?? [],
