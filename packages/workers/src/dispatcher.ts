@@ -19,7 +19,6 @@
  * headers; a tracing dispatcher hands each one out in a producer span
  * (`rendezvous.dispatch`, child of that context) and carries the span's context instead.
  */
-import { createHmac } from "node:crypto";
 import {
   bullmqTelemetryMetadata,
   ConsumerLoop,
@@ -36,26 +35,17 @@ import {
   type StreamEntry,
   type TraceCarrier,
   type TraceSpan,
-  traceOfBullmqMetadata,
 } from "@rendezvous/engine";
 import { continuationQueueName, continuationQueueOf, type Wait } from "@rendezvous/protocol";
-import { type Job, Queue, Worker } from "bullmq";
+import { Queue } from "bullmq";
+import { WEBHOOK_QUEUE, WebhookDeliveries } from "./webhooks.js";
 
 /** Queue of a tenant's continuations (docs/api.md, Continuations): defined by @rendezvous/protocol, re-exported here. */
 export { continuationQueueName };
 
-/** Internal queue of webhook deliveries. */
-export const WEBHOOK_QUEUE = "webhooks";
-
 const DAY_S = 86_400;
 /** `dispatcher.after-annotate` armed: each step records its dispatches and acks in two round trips, the point between them */
 const AFTER_ANNOTATE_ARMED = failpointArmed("dispatcher.after-annotate");
-
-/** `Rendezvous-Signature` header value for a webhook body. */
-export function signWebhook(secret: string, body: string, unixSeconds = Math.floor(Date.now() / 1000)): string {
-  const mac = createHmac("sha256", secret).update(`${unixSeconds}.${body}`).digest("hex");
-  return `t=${unixSeconds},v1=${mac}`;
-}
 
 export interface DispatcherOptions {
   partitions?: number[];
@@ -83,14 +73,12 @@ export interface DispatcherOptions {
   readCount?: number;
 }
 
-interface WebhookJob {
-  tenant: string;
-  waitId: string;
-}
-
-/** A settled wait to hand out, with the trace context its continuation carries on. */
+/** A settled wait to hand out to its queue, with the trace context its continuation carries on. */
 interface Handout {
   wait: Wait;
+  queue: string;
+  /** its continuation_dispatched is on the record already (the hand-off was decided with the resolution) */
+  recorded: boolean;
   trace: TraceCarrier | undefined;
   span: TraceSpan | undefined;
 }
@@ -111,7 +99,7 @@ export class Dispatcher {
   /** runs a step: in its lane of the pacer (one step at a time across partitions), or at once when unpaced */
   readonly #paced: Pacer["run"];
   readonly #step: number;
-  #webhookWorker: Worker<WebhookJob> | undefined;
+  readonly #webhooks: WebhookDeliveries;
   #stopped = false;
   /** partitions' entries being handed out now (read or handed over) */
   #busy = 0;
@@ -148,6 +136,10 @@ export class Dispatcher {
       blockMs: opts.blockMs,
     });
     this.#handoff = { group: DISPATCHER_GROUP, consumer: this.loop.consumer };
+    this.#webhooks = new WebhookDeliveries(res, this.#store, {
+      concurrency: opts.webhookConcurrency ?? 16,
+      timeoutMs: opts.webhookTimeoutMs ?? 10_000,
+    });
   }
 
   /** The BullMQ queue (cached) of a tenant's continuations, or of webhook deliveries. */
@@ -163,34 +155,27 @@ export class Dispatcher {
   }
 
   async start(): Promise<void> {
-    this.#startWebhooks();
+    this.#webhooks.start();
     // a webhook added at run time (the registry) starts the deliveries then
-    this.#unfollow = this.#res.directory.onChange(() => this.#startWebhooks());
+    this.#unfollow = this.#res.directory.onChange(() => this.#webhooks.start());
     await this.loop.start();
-  }
-
-  /** The webhook worker, once some tenant has a webhook (and concurrency allows it). */
-  #startWebhooks(): void {
-    const concurrency = this.#opts.webhookConcurrency ?? 16;
-    if (this.#webhookWorker || this.#stopped || concurrency <= 0) return;
-    if (!Object.values(this.#res.config.tenants).some((t) => t.webhook)) return;
-    this.#webhookWorker = new Worker<WebhookJob>(WEBHOOK_QUEUE, (job) => this.#sendWebhook(job), {
-      connection: this.#res.connect("dispatcher-webhooks", { blocking: true }),
-      prefix: this.#res.queuePrefix,
-      concurrency,
-    });
-    this.#webhookWorker.on("error", (err) => this.#res.logger.warn({ err }, "webhook worker error"));
-    this.#webhookWorker.on("failed", (job, err) =>
-      this.#res.logger.warn({ err, waitId: job?.data.waitId, attempt: job?.attemptsMade }, "webhook delivery failed"),
-    );
   }
 
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#unfollow?.();
     await this.loop.stop();
-    await this.#webhookWorker?.close();
+    await this.#webhooks.stop();
     await Promise.all([...this.#queues.values()].map((q) => q.close()));
+  }
+
+  /**
+   * The queue every continuation of the tenant goes to, when it has one (no
+   * continuationGroups: `continuations.<tenant>`), else "". The accept step of this
+   * process decides such a hand-off with the resolution (docs/api.md, Continuations).
+   */
+  queueOf(tenant: string): string {
+    return this.#res.config.tenants[tenant]?.continuationGroups ? "" : continuationQueueName(tenant);
   }
 
   /**
@@ -237,13 +222,10 @@ export class Dispatcher {
     const byQueue = new Map<string, Handout[]>();
     const hooks: Handout[] = [];
     for (const h of handouts) {
-      const wait = h.wait;
-      // a wait whose type one of the tenant's groups routes goes to that group's queue
-      const name = continuationQueueOf(this.#res.config.tenants, wait.tenant, wait.eventType);
-      const list = byQueue.get(name);
+      const list = byQueue.get(h.queue);
       if (list) list.push(h);
-      else byQueue.set(name, [h]);
-      if (this.#res.config.tenants[wait.tenant]?.webhook) hooks.push(h);
+      else byQueue.set(h.queue, [h]);
+      if (this.#res.config.tenants[h.wait.tenant]?.webhook) hooks.push(h);
     }
     // the continuation jobs of every queue and the webhook deliveries in one round trip
     const adds = [...byQueue].map(([name, list]) =>
@@ -290,14 +272,18 @@ export class Dispatcher {
     failpoint("dispatcher.after-enqueue");
     // an outbox entry handled again after a crash (recorded, not yet acknowledged)
     // finds its job already there (same job id) and records nothing new: `once` keeps
-    // one continuation_dispatched per job id
-    const annotations = [...byQueue].flatMap(([name, list]) =>
-      list.map(({ wait }) => ({
-        waitId: wait.id,
-        what: "continuation_dispatched" as const,
-        detail: { queue: name, jobId: wait.id },
-        once: true,
-      })),
+    // one continuation_dispatched per job id; one decided with the resolution has it
+    const annotations = handouts.flatMap(({ wait, queue, recorded }) =>
+      recorded
+        ? []
+        : [
+            {
+              waitId: wait.id,
+              what: "continuation_dispatched" as const,
+              detail: { queue, jobId: wait.id },
+              once: true,
+            },
+          ],
     );
     const ids = entries.map((e) => e.id);
     if (AFTER_ANNOTATE_ARMED) {
@@ -313,8 +299,10 @@ export class Dispatcher {
 
   /**
    * The settled waits of the entries (carried by the entries, else read: entries of
-   * before; gone once expired), each with the context its continuation carries: the
-   * resolution's, else the wait's registration context; a tracing process's dispatch span's.
+   * before; gone once expired), each with its queue (the one decided with the
+   * resolution, else the tenant's, or the group's routing its event type) and the context
+   * its continuation carries: the resolution's, else the wait's registration context; a
+   * tracing process's dispatch span's.
    */
   async #handoutsOf(partition: number, entries: ResolutionEntry[]): Promise<Handout[]> {
     const missing = entries.flatMap((e) => (e.wait === null && e.waitId ? [e.waitId] : []));
@@ -325,9 +313,11 @@ export class Dispatcher {
     for (const e of entries) {
       const wait = e.wait ?? (e.waitId ? read[r++] : null);
       if (!wait) continue;
+      const queue = e.queue ?? continuationQueueOf(this.#res.config.tenants, wait.tenant, wait.eventType);
+      const recorded = e.queue !== undefined;
       const received = e.trace ?? e.registration;
       if (!tracing.enabled) {
-        handouts.push({ wait, trace: received, span: undefined });
+        handouts.push({ wait, queue, recorded, trace: received, span: undefined });
         continue;
       }
       const span = tracing.start("rendezvous.dispatch", {
@@ -339,7 +329,7 @@ export class Dispatcher {
           "messaging.system": "bullmq",
           "messaging.operation.type": "send",
           "messaging.operation.name": "dispatch",
-          "messaging.destination.name": continuationQueueOf(this.#res.config.tenants, wait.tenant, wait.eventType),
+          "messaging.destination.name": queue,
           "messaging.message.id": wait.id,
           "rendezvous.partition": partition,
           "rendezvous.tenant": wait.tenant,
@@ -347,54 +337,8 @@ export class Dispatcher {
           "rendezvous.resolution.kind": wait.resolution?.kind ?? "",
         },
       });
-      handouts.push({ wait, trace: span.carrier ?? received, span });
+      handouts.push({ wait, queue, recorded, trace: span.carrier ?? received, span });
     }
     return handouts;
-  }
-
-  async #sendWebhook(job: Job<WebhookJob>): Promise<void> {
-    const hook = this.#res.config.tenants[job.data.tenant]?.webhook;
-    if (!hook) return;
-    const wait = await this.#store.getWait(job.data.tenant, job.data.waitId);
-    if (!wait) return;
-    const body = JSON.stringify({ wait });
-    const received = traceOfBullmqMetadata(job.opts.telemetry?.metadata);
-    const span = this.#res.tracing.enabled
-      ? this.#res.tracing.start("rendezvous.webhook", {
-          kind: "client",
-          parent: received,
-          attributes: {
-            "http.request.method": "POST",
-            "rendezvous.wait.id": wait.id,
-            "rendezvous.tenant": wait.tenant,
-          },
-        })
-      : undefined;
-    const trace = span?.carrier ?? received;
-    const headers: Record<string, string> = {
-      "content-type": "application/json",
-      "rendezvous-signature": signWebhook(hook.secret, body),
-      "rendezvous-delivery": job.id ?? wait.id,
-    };
-    if (trace) headers.traceparent = trace.traceparent;
-    if (trace?.tracestate) headers.tracestate = trace.tracestate;
-    let res: Response;
-    try {
-      res = await fetch(hook.url, {
-        method: "POST",
-        headers,
-        body,
-        signal: AbortSignal.timeout(this.#opts.webhookTimeoutMs ?? 10_000),
-      });
-      span?.setAttributes({ "http.response.status_code": res.status });
-      if (!res.ok) throw new Error(`webhook answered ${res.status}`);
-    } catch (err) {
-      span?.fail(err);
-      throw err;
-    } finally {
-      span?.end();
-    }
-    await this.#store.annotate(null, wait.id, "continuation_dispatched", { webhook: hook.url, status: res.status });
-    this.#res.metrics.continuationsDispatched.inc({ channel: "webhook" });
   }
 }

@@ -2,11 +2,10 @@ export {
   continuationQueueName,
   Dispatcher,
   type DispatcherOptions,
-  signWebhook,
-  WEBHOOK_QUEUE,
 } from "./dispatcher.js";
 export { type FireResult, lateness } from "./firing.js";
 export { Matcher, type MatcherOptions } from "./matcher.js";
 export { type BucketJob, type PlannerOptions, TIMEOUT_QUEUE, TimeoutPlanner } from "./planner.js";
 export { expireOutlived } from "./retention.js";
 export { Scheduler, type SchedulerOptions } from "./scheduler.js";
+export { signWebhook, WEBHOOK_QUEUE } from "./webhooks.js";

@@ -70,6 +70,8 @@ describe("the match's handoff to the dispatcher of its process", () => {
     const taken: StreamEntry[] = [];
     const dead = {
       handoff: { group: DISPATCHER_GROUP, consumer: "dead-one" },
+      // (decides no hand-off: the dispatcher records continuation_dispatched)
+      queueOf: () => "",
       take: async (_p: number, entries: StreamEntry[]) => {
         taken.push(...entries);
       },
@@ -107,6 +109,8 @@ describe("the match's handoff to the dispatcher of its process", () => {
     const taken: StreamEntry[] = [];
     const early = {
       handoff: { group: DISPATCHER_GROUP, consumer: "early" },
+      // (decides no hand-off: the dispatcher records continuation_dispatched)
+      queueOf: () => "",
       take: async (_p: number, entries: StreamEntry[]) => {
         taken.push(...entries);
       },
@@ -169,6 +173,8 @@ describe("the match's handoff to the dispatcher of its process", () => {
       blockMs: 100,
       dispatcher: {
         handoff: { group: DISPATCHER_GROUP, consumer: "c" },
+        // (decides no hand-off: the dispatcher records continuation_dispatched)
+        queueOf: () => "",
         take: async (_p, entries) => {
           taken.push(...entries);
         },
