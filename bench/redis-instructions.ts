@@ -13,6 +13,8 @@
  *   (the waits and events are set up before the counters are zeroed);
  * - dispatch: a Dispatcher handing out N resolved waits from the outboxes (the BullMQ
  *   job, continuation_dispatched, the ack; the waits are resolved before the zeroing);
+ * - accept: `rendezvous start`'s single-event ingest (dedupEvents, then acceptEvents, which
+ *   matches what it appended), each event resolving one wait (bench/lib/resolved-waits.ts);
  * - quota: the quota check of N single-event producer requests (lua/takeQuota-1.lua:
  *   the tenant's bufferedEvents count, its producerEventsPerSec and the producer's own
  *   rateLimitPerSec, all three limits set, none reached), one script call each; a batch
@@ -33,7 +35,8 @@
  * may hold legacy members (the match reads their ranges too; docs/architecture.md);
  * `--match-shape any-of|count-3` makes the match case's waits any-of two types, or count 3
  * (three events per wait: per event, two collect and one resolves);
- * `--only raw|ingest|match|dispatch|quota` runs one case; `--keep DIR` copies each case's dump to
+ * `--only CASE` runs one case (raw, ingest, match, dispatch, accept, quota,
+ * complete, complete-keep, compact); `--keep DIR` copies each case's dump to
  * DIR/<case>.callgrind for `callgrind_annotate --inclusive=yes DIR/ingest.callgrind`.
  */
 import { spawnSync } from "node:child_process";
@@ -49,11 +52,11 @@ import {
   type Resources,
   startRedisServer,
 } from "@rendezvous/engine";
-import { Dispatcher } from "@rendezvous/workers";
 import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { pino } from "pino";
 import { parseArgs } from "./lib/args.js";
+import { acceptLikeStart, benchResources, dispatchAll, registerFor, resolveWaits } from "./lib/resolved-waits.js";
 
 const args = parseArgs();
 const EVENTS = args.number("events", 5000);
@@ -73,7 +76,17 @@ async function deployment(res: Resources): Promise<void> {
   if (LEGACY_INDEX) res.store.keys.legacyIndex = true;
 }
 const KEEP = args.string("keep", "");
-const CASES = ["raw", "ingest", "match", "dispatch", "quota", "complete", "complete-keep", "compact"] as const;
+const CASES = [
+  "raw",
+  "ingest",
+  "match",
+  "dispatch",
+  "accept",
+  "quota",
+  "complete",
+  "complete-keep",
+  "compact",
+] as const;
 type Case = (typeof CASES)[number];
 if (ONLY && !(CASES as readonly string[]).includes(ONLY)) {
   throw new Error(`--only takes ${CASES.join(", ")}`);
@@ -237,59 +250,35 @@ const dispatch = await measure("dispatch", async (url) => {
   // the first, the counted run the second (both resolved before the counters are zeroed)
   const sets = new Map<number, Resources>();
   for (const n of [BATCH, EVENTS]) {
-    const res = createResources({
-      redisUrl: url,
-      prefix: `rd${n}`,
-      // (under callgrind a step takes some 50× as long: with the default claimIdleMs of
-      // 5 s the loop would claim entries still being handed out and count their second
-      // dispatch; a crash is not what this case measures)
-      config: parseConfig({ partitions: 16, claimIdleMs: 3_600_000 }),
-      logger: pino({ level: "silent" }),
-    });
-    const events = Array.from({ length: n }, () => event(seq++));
-    for (const e of events) {
-      await res.store.register("bench", {
-        runId: `r-${e.id}`,
-        position: "p",
-        eventType: e.type,
-        correlationId: e.correlationId,
-      });
-    }
-    for (let i = 0; i < n; i += BATCH) {
-      const chunk = events.slice(i, i + BATCH);
-      const results = await res.store.ingest("bench", "loader", chunk);
-      const byPartition = new Map<number, Array<{ streamId: string; eventKey: string }>>();
-      results.forEach((r, j) => {
-        const e = chunk[j];
-        if (r.status !== "accepted" || !e) return;
-        const p = res.store.keys.matchPartition("bench", e.type, e.correlationId);
-        const list = byPartition.get(p) ?? [];
-        list.push({ streamId: r.event.streamId, eventKey: res.store.keys.eventKey("bench", "loader", e.id) });
-        byPartition.set(p, list);
-      });
-      for (const [p, list] of byPartition) await res.store.match(p, list);
-    }
+    const res = benchResources(url, `rd${n}`);
+    await resolveWaits(
+      res,
+      Array.from({ length: n }, () => event(seq++)),
+      BATCH,
+    );
     sets.set(n, res);
   }
   return async (n) => {
     const res = sets.get(n) as Resources;
-    let dispatched = 0;
-    let done: () => void = () => {};
-    const all = new Promise<void>((resolve) => {
-      done = resolve;
-    });
-    const counter = res.metrics.continuationsDispatched;
-    const inc = counter.inc.bind(counter);
-    counter.inc = ((labels: { channel: string }, value: number | undefined = 1) => {
-      inc(labels, value);
-      dispatched += value;
-      if (dispatched >= n) done();
-    }) as typeof counter.inc;
-    const dispatcher = new Dispatcher(res, { webhookConcurrency: 0 });
-    await dispatcher.start();
-    await all;
-    await dispatcher.stop();
+    await dispatchAll(res, n);
     await res.close();
+  };
+});
+
+/**
+ * The single-event ingest of `rendezvous start` (dedupEvents, then acceptEvents matching
+ * what it appended), one event per call: each resolves the wait registered for it before
+ * the zeroing.
+ */
+const accept = await measure("accept", async (url) => {
+  const res = benchResources(url, "ra");
+  await deployment(res);
+  const events = Array.from({ length: BATCH + EVENTS }, () => event(seq++));
+  await registerFor(res, events);
+  await acceptLikeStart(res);
+  return async (n) => {
+    for (const e of events.splice(0, n)) await res.store.ingest("bench", "loader", [e]);
+    if (n === EVENTS) await res.close();
   };
 });
 
@@ -388,6 +377,7 @@ console.log(`store.ingest (batches of ${INGEST_BATCH})   ${count(ingest)}`);
 console.log(`ratio ingest / XADD             ${(ingest / raw).toFixed(2)}`);
 console.log(`store.match (${MATCH_SHAPE === "one" ? "resolves one wait" : `${MATCH_SHAPE} waits`}) ${count(match)}`);
 console.log(`dispatch (one resolved wait)    ${count(dispatch)}`);
+console.log(`accept, one event per call (dedup + acceptEvents, resolves one wait) ${count(accept)}`);
 console.log(`quota check (one request)      ${count(quota)}`);
 console.log(`job add + complete, age removal ${count(complete)}`);
 console.log(`job add + complete, kept        ${count(completeKeep)}`);

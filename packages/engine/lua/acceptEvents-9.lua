@@ -34,11 +34,7 @@
   ARGV[8] handoff      "" or "<group> <consumer>": as matchEvent's, once for the call
   ARGV[9] matchUpTo    the most events a call matches: one with more only appends (a script
                        holds Redis while it runs; the matcher's are one event each)
-  ARGV[10] queue       "" or the continuation queue of every wait the call resolves (the
-                       caller's tenant has one: no continuationGroups): the hand-off is
-                       decided here, its continuation_dispatched recorded with the
-                       resolution and the queue on the outbox entry (settle.lua's q)
-  ARGV[11..] traces    as appendEvents' ARGV[4..]; each event's context also goes on the
+  ARGV[10..] traces    as appendEvents' ARGV[4..]; each event's context also goes on the
                        outbox entries of the waits it resolves (matchEvent's trace)
 
   Returns
@@ -54,7 +50,7 @@
 --@include "match-event"
 
 --@keys
-local traceArg = ARGV[11]
+local traceArg = ARGV[10]
 
 -- caught up before this call: no entry after the group's last delivered one, none pending
 local group, consumer = groupAndConsumer(ARGV[7])
@@ -78,7 +74,7 @@ local now = nowMs(ARGV[2])
 local retentionMs = ARGV[5] + 0
 local matches, settled = {}, 0
 for n, eventKey in ipairs(fresh) do
-  local r = matchEntryEvent(keys, sid, eventKey, ARGV[4], retentionMs, now, ARGV[6], traces and traces[n] or "", ARGV[10])
+  local r = matchEntryEvent(keys, sid, eventKey, ARGV[4], retentionMs, now, ARGV[6], traces and traces[n] or "")
   if r.code ~= C_OK then
     -- (not reached: the record was written just now and names this entry) the entry stays
     -- undelivered, and the matcher runs the match again, which changes nothing done here

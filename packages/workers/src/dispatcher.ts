@@ -76,9 +76,8 @@ export interface DispatcherOptions {
 /** A settled wait to hand out to its queue, with the trace context its continuation carries on. */
 interface Handout {
   wait: Wait;
+  /** the tenant's queue, or the queue of the group that routes the wait's event type */
   queue: string;
-  /** its continuation_dispatched is on the record already (the hand-off was decided with the resolution) */
-  recorded: boolean;
   trace: TraceCarrier | undefined;
   span: TraceSpan | undefined;
 }
@@ -167,15 +166,6 @@ export class Dispatcher {
     await this.loop.stop();
     await this.#webhooks.stop();
     await Promise.all([...this.#queues.values()].map((q) => q.close()));
-  }
-
-  /**
-   * The queue every continuation of the tenant goes to, when it has one (no
-   * continuationGroups: `continuations.<tenant>`), else "". The accept step of this
-   * process decides such a hand-off with the resolution (docs/api.md, Continuations).
-   */
-  queueOf(tenant: string): string {
-    return this.#res.config.tenants[tenant]?.continuationGroups ? "" : continuationQueueName(tenant);
   }
 
   /**
@@ -272,19 +262,13 @@ export class Dispatcher {
     failpoint("dispatcher.after-enqueue");
     // an outbox entry handled again after a crash (recorded, not yet acknowledged)
     // finds its job already there (same job id) and records nothing new: `once` keeps
-    // one continuation_dispatched per job id; one decided with the resolution has it
-    const annotations = handouts.flatMap(({ wait, queue, recorded }) =>
-      recorded
-        ? []
-        : [
-            {
-              waitId: wait.id,
-              what: "continuation_dispatched" as const,
-              detail: { queue, jobId: wait.id },
-              once: true,
-            },
-          ],
-    );
+    // one continuation_dispatched per job id
+    const annotations = handouts.map(({ wait, queue }) => ({
+      waitId: wait.id,
+      what: "continuation_dispatched" as const,
+      detail: { queue, jobId: wait.id },
+      once: true,
+    }));
     const ids = entries.map((e) => e.id);
     if (AFTER_ANNOTATE_ARMED) {
       // the failpoint's point exists only between the two: record, (crash,) then ack
@@ -299,8 +283,8 @@ export class Dispatcher {
 
   /**
    * The settled waits of the entries (carried by the entries, else read: entries of
-   * before; gone once expired), each with its queue (the one decided with the
-   * resolution, else the tenant's, or the group's routing its event type) and the context
+   * before; gone once expired), each with its queue (the tenant's, or the group's
+   * routing its event type) and the context
    * its continuation carries: the resolution's, else the wait's registration context; a
    * tracing process's dispatch span's.
    */
@@ -313,11 +297,10 @@ export class Dispatcher {
     for (const e of entries) {
       const wait = e.wait ?? (e.waitId ? read[r++] : null);
       if (!wait) continue;
-      const queue = e.queue ?? continuationQueueOf(this.#res.config.tenants, wait.tenant, wait.eventType);
-      const recorded = e.queue !== undefined;
+      const queue = continuationQueueOf(this.#res.config.tenants, wait.tenant, wait.eventType);
       const received = e.trace ?? e.registration;
       if (!tracing.enabled) {
-        handouts.push({ wait, queue, recorded, trace: received, span: undefined });
+        handouts.push({ wait, queue, trace: received, span: undefined });
         continue;
       }
       const span = tracing.start("rendezvous.dispatch", {
@@ -337,7 +320,7 @@ export class Dispatcher {
           "rendezvous.resolution.kind": wait.resolution?.kind ?? "",
         },
       });
-      handouts.push({ wait, queue, recorded, trace: span.carrier ?? received, span });
+      handouts.push({ wait, queue, trace: span.carrier ?? received, span });
     }
     return handouts;
   }

@@ -43,8 +43,6 @@ export interface MatcherOptions {
   dispatcher?: {
     readonly handoff: Handoff | undefined;
     take(partition: number, entries: StreamEntry[]): Promise<void>;
-    /** the queue of every continuation of the tenant, when it has one, else "" (acceptor) */
-    queueOf(tenant: string): string;
   };
 }
 
@@ -159,7 +157,6 @@ export class Matcher {
     return {
       matchers: { group: MATCHER_GROUP, consumer: this.loop.consumer },
       handoff: () => dispatcher.handoff,
-      queueOf: (tenant) => dispatcher.queueOf(tenant),
       accepted: (partition, events, results, handed) => {
         // (at the next turn: the API's 202 goes out first, docs/architecture.md)
         if (handed) setImmediate(() => void dispatcher.take(partition, handed));

@@ -33,8 +33,6 @@ async function setup(claimIdleMs = 300, config: { partitions?: number; fanoutCap
   const taken: StreamEntry[] = [];
   const stand = {
     handoff: { group: DISPATCHER_GROUP, consumer: "stand-in" },
-    // (decides no hand-off: the dispatcher records continuation_dispatched)
-    queueOf: () => "",
     take: async (_p: number, entries: StreamEntry[]) => {
       taken.push(...entries);
     },

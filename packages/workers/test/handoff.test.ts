@@ -70,8 +70,6 @@ describe("the match's handoff to the dispatcher of its process", () => {
     const taken: StreamEntry[] = [];
     const dead = {
       handoff: { group: DISPATCHER_GROUP, consumer: "dead-one" },
-      // (decides no hand-off: the dispatcher records continuation_dispatched)
-      queueOf: () => "",
       take: async (_p: number, entries: StreamEntry[]) => {
         taken.push(...entries);
       },
@@ -109,8 +107,6 @@ describe("the match's handoff to the dispatcher of its process", () => {
     const taken: StreamEntry[] = [];
     const early = {
       handoff: { group: DISPATCHER_GROUP, consumer: "early" },
-      // (decides no hand-off: the dispatcher records continuation_dispatched)
-      queueOf: () => "",
       take: async (_p: number, entries: StreamEntry[]) => {
         taken.push(...entries);
       },
@@ -173,8 +169,6 @@ describe("the match's handoff to the dispatcher of its process", () => {
       blockMs: 100,
       dispatcher: {
         handoff: { group: DISPATCHER_GROUP, consumer: "c" },
-        // (decides no hand-off: the dispatcher records continuation_dispatched)
-        queueOf: () => "",
         take: async (_p, entries) => {
           taken.push(...entries);
         },

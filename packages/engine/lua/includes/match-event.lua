@@ -14,15 +14,14 @@
 --@include "resolve-by-event"
 
 -- Matches the event `eventKey` of stream entry `streamId` (capText: the fan-out cap as
--- text; trace: "" or the context text for the resolutions' outbox entries; queue: nil,
--- or settleWait's, the continuation queue of the hand-off the caller decides). Returns
+-- text; trace: "" or the context text for the resolutions' outbox entries). Returns
 --   { code = C_NOT_FOUND }                    no event record (expired)
 --   { code = C_DUPLICATE, sid = <other id> }  the event key belongs to another entry
 --   { code = C_OK, st, matched, late, collected?, registrations?, again? }
 --     st: m / b / l; collected: the matched waits that only collected it (nil for none);
 --     registrations (with a trace): each matched wait's registration context;
 --     again: processed before, this answers what the first run did
-local function matchEntryEvent(keys, streamId, eventKey, capText, retentionMs, now, idPrefix, trace, queue)
+local function matchEntryEvent(keys, streamId, eventKey, capText, retentionMs, now, idPrefix, trace)
   local fanoutCap = capText + 0
   local ev = loadEvent(keys.events, eventKey)
   if ev == nil then
@@ -99,7 +98,7 @@ local function matchEntryEvent(keys, streamId, eventKey, capText, retentionMs, n
             noteLate(waitId, wait)
           elseif isShaped(wait) then
             -- collected, or resolving it (N events, a failure type); taken either way
-            local taken, record = takeForShape(keys, waitId, wait, ev, ref, x, now, retentionMs, pass == 1 and member or nil, trace, queue)
+            local taken, record = takeForShape(keys, waitId, wait, ev, ref, x, now, retentionMs, pass == 1 and member or nil, trace)
             if taken then
               matched[#matched + 1] = waitId
               if record == nil then
@@ -113,7 +112,7 @@ local function matchEntryEvent(keys, streamId, eventKey, capText, retentionMs, n
             end
           else
             -- (the member names this wait: its index key is the wait's, as mk is)
-            resolveByEvent(keys, waitId, wait, ev, ref, now, retentionMs, pass == 1 and member or nil, trace, queue)
+            resolveByEvent(keys, waitId, wait, ev, ref, now, retentionMs, pass == 1 and member or nil, trace)
             matched[#matched + 1] = waitId
             if registrations then
               registrations[#matched] = wait["tc"] or ""

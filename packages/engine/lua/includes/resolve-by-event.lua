@@ -6,10 +6,10 @@
 
 -- Resolves the waiting wait by the event `ev` (`ref`: its eventRef): the resolution
 -- carries the event with its payload, the history entry its reference. Returns the
--- settled record text. `member`, `trace`, `queue`: as settleWait.
-local function resolveByEvent(keys, waitId, wait, ev, ref, now, retentionMs, member, trace, queue)
+-- settled record text. `member`, `trace`: as settleWait.
+local function resolveByEvent(keys, waitId, wait, ev, ref, now, retentionMs, member, trace)
   local resolution = { k = "e", at = now, ev = { pr = ev["pr"], id = ev["id"], at = ev["at"], sid = ev["sid"], pl = ev["pl"] } }
-  return settleWait(keys, waitId, wait, "r", resolution, { at = now, w = "resolved", k = "e", ev = ref }, now, retentionMs, member, trace, queue)
+  return settleWait(keys, waitId, wait, "r", resolution, { at = now, w = "resolved", k = "e", ev = ref }, now, retentionMs, member, trace)
 end
 
 -- Was the settled wait resolved by this very event? (One stream entry may carry
@@ -25,8 +25,8 @@ end
 -- resolution lists them, `o` = "f" marks a failure type's),
 -- else it stays waiting with them collected. An event collected before is not taken
 -- again (distinct event keys). Returns (taken, settled record text or nil). `member`,
--- `trace`, `queue`: as settleWait.
-local function takeForShape(keys, waitId, wait, ev, ref, x, now, retentionMs, member, trace, queue)
+-- `trace`: as settleWait.
+local function takeForShape(keys, waitId, wait, ev, ref, x, now, retentionMs, member, trace)
   local col = wait["col"] or {}
   for _, r in ipairs(col) do
     if r["pr"] == ev["pr"] and r["id"] == ev["id"] then
@@ -62,7 +62,7 @@ local function takeForShape(keys, waitId, wait, ev, ref, x, now, retentionMs, me
       resolution["o"] = "f"
       entry["o"] = "f"
     end
-    local record = settleWait(keys, waitId, wait, "r", resolution, entry, now, retentionMs, member, trace, queue)
+    local record = settleWait(keys, waitId, wait, "r", resolution, entry, now, retentionMs, member, trace)
     return true, record
   end
   wait["col"] = col

@@ -4,9 +4,7 @@
   recorded as late), is scheduled for removal after retention, and its resolution goes
   on the outbox (entry w = waitId, k = resolution kind, r = the wait record as stored:
   what the dispatcher hands out, read from no other place; t = the trace context text
-  of the resolution, when the caller has one; q = the continuation queue, when the
-  caller decides the hand-off: its continuation_dispatched is then on the record, and
-  the dispatcher hands the wait to that queue and records nothing more).
+  of the resolution, when the caller has one).
 ]]
 --@include "clock"
 --@include "wait-record"
@@ -17,17 +15,11 @@
 -- `member`, when not nil, is the wait's index member as the caller read it (in the
 -- current layout); else it is computed, and a legacy member is removed in its place.
 -- The done index gets the current layout either way. `trace`, when neither nil nor "",
--- is the resolution's trace context text (the outbox entry's t). `queue`, when neither
--- nil nor "", is the continuation queue the hand-off goes to (the entry's q), recorded
--- as its continuation_dispatched (detail queue and jobId = wait id, as annotateWait's).
-local function settleWait(keys, waitId, wait, state, resolution, historyEntry, now, retentionMs, member, trace, queue)
+-- is the resolution's trace context text (the outbox entry's t).
+local function settleWait(keys, waitId, wait, state, resolution, historyEntry, now, retentionMs, member, trace)
   wait["s"] = state
   wait["res"] = resolution
   pushHistory(wait, historyEntry)
-  local decided = queue and queue ~= ""
-  if decided then
-    pushHistory(wait, { at = now, w = "continuation_dispatched", queue = queue, jobId = waitId })
-  end
   local record = encodeWait(wait)
   redis.call("HSET", keys.waits, waitId, record)
   if wait["mx"] ~= nil then
@@ -82,13 +74,10 @@ local function settleWait(keys, waitId, wait, state, resolution, historyEntry, n
     redis.call("ZREM", keys.deadlines, waitId)
   end
   scheduleExpiry(keys.expiry, intText(now + retentionMs), "w", waitId)
-  local entry = { "w", waitId, "k", resolution["k"], "r", record }
   if trace and trace ~= "" then
-    entry[#entry + 1], entry[#entry + 2] = "t", trace
+    redis.call("XADD", keys.outbox, "*", "w", waitId, "k", resolution["k"], "r", record, "t", trace)
+  else
+    redis.call("XADD", keys.outbox, "*", "w", waitId, "k", resolution["k"], "r", record)
   end
-  if decided then
-    entry[#entry + 1], entry[#entry + 2] = "q", queue
-  end
-  redis.call("XADD", keys.outbox, "*", unpack(entry))
   return record
 end

@@ -45,8 +45,6 @@ export interface ResolutionEntry {
   trace?: TraceCarrier;
   /** the wait's registration trace context (from `r`), when it has one */
   registration?: TraceCarrier;
-  /** the continuation queue decided with the resolution (`q`; its continuation_dispatched is on the record), when it was */
-  queue?: string;
 }
 
 /** The entries of an XREADGROUP / XAUTOCLAIM reply for one stream. */
@@ -89,7 +87,5 @@ export function resolutionOfEntry(entry: StreamEntry): ResolutionEntry {
   if (trace) out.trace = trace;
   const registration = traceOfText(raw?.tc);
   if (registration) out.registration = registration;
-  const queue = entry.fields?.q;
-  if (queue) out.queue = queue;
   return out;
 }

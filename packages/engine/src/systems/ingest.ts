@@ -59,8 +59,6 @@ export interface AcceptMatcher {
   readonly matchers: Handoff;
   /** the dispatcher consumer to deliver the new outbox entries to, when it takes them now */
   handoff(): Handoff | undefined;
-  /** the continuation queue of every wait of the tenant, when it has one (the hand-off is then decided in the script); else "" */
-  queueOf(tenant: string): string;
   /** after a call matched: its events in entry order, their results, the outbox entries handed over */
   accepted(partition: number, events: StreamEvent[], results: MatchResult[], handed: StreamEntry[] | undefined): void;
 }
@@ -142,7 +140,6 @@ export class IngestSystem {
     const prefix = eventRecordPrefix(producer);
     const matcher = this.matcher;
     const handoff = matcher?.handoff();
-    const queue = matcher?.queueOf(tenant);
     // the calls that matched what they appended, with their members (in call order)
     const matchedCalls: Array<{ call: Accepted; members: number[] }> = [];
     const appendAll = () =>
@@ -171,7 +168,6 @@ export class IngestSystem {
             idPrefix: waitIdPrefix(k.partition),
             matchers: matcher.matchers,
             handoff,
-            queue,
           });
         },
         matcher

@@ -19,12 +19,6 @@ export interface AcceptEventsArgs extends AppendEventsArgs {
   matchers: Handoff;
   /** the dispatcher consumer to deliver the new outbox entries to (see `Handoff`) */
   handoff?: Handoff;
-  /**
-   * the continuation queue of every wait the call resolves, when the caller's tenant has
-   * one (no continuationGroups): the hand-off is decided in the script, which records its
-   * continuation_dispatched and puts the queue on the outbox entry
-   */
-  queue?: string;
 }
 
 /** What one acceptEvents call did: the appends, and the matches when it matched. */
@@ -57,7 +51,6 @@ export function acceptEventsCall(k: PartitionKeys, a: AcceptEventsArgs): ScriptC
     matchers: pair(a.matchers),
     handoff: a.handoff ? pair(a.handoff) : "",
     matchUpTo: Math.max(1, Math.floor(ACCEPT_MATCH_BUDGET / a.fanoutCap)),
-    queue: a.queue ?? "",
     traces,
   });
 }
