@@ -173,12 +173,7 @@ const raw = await measure("raw", async (url) => {
 });
 
 const ingest = await measure("ingest", async (url) => {
-  const res = createResources({
-    redisUrl: url,
-    prefix: "ri",
-    config: parseConfig({ partitions: 16 }),
-    logger: pino({ level: "silent" }),
-  });
+  const res = benchResources(url, "ri");
   await deployment(res);
   return async (n) => {
     for (let done = 0; done < n; done += INGEST_BATCH) {
@@ -193,12 +188,7 @@ const ingest = await measure("ingest", async (url) => {
 });
 
 const match = await measure("match", async (url) => {
-  const res = createResources({
-    redisUrl: url,
-    prefix: "rm",
-    config: parseConfig({ partitions: 16 }),
-    logger: pino({ level: "silent" }),
-  });
+  const res = benchResources(url, "rm");
   await deployment(res);
   // each run: N waits registered and N events ingested first (not counted: the counters are
   // zeroed after the warm-up only), then the match of each event, which resolves its wait
@@ -251,11 +241,8 @@ const dispatch = await measure("dispatch", async (url) => {
   const sets = new Map<number, Resources>();
   for (const n of [BATCH, EVENTS]) {
     const res = benchResources(url, `rd${n}`);
-    await resolveWaits(
-      res,
-      Array.from({ length: n }, () => event(seq++)),
-      BATCH,
-    );
+    const events = Array.from({ length: n }, () => event(seq++));
+    await resolveWaits(res, events, BATCH);
     sets.set(n, res);
   }
   return async (n) => {

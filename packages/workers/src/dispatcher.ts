@@ -283,10 +283,9 @@ export class Dispatcher {
 
   /**
    * The settled waits of the entries (carried by the entries, else read: entries of
-   * before; gone once expired), each with its queue (the tenant's, or the group's
-   * routing its event type) and the context
-   * its continuation carries: the resolution's, else the wait's registration context; a
-   * tracing process's dispatch span's.
+   * before; gone once expired), each with its queue (the tenant's, or the group's routing
+   * its event type) and the context its continuation carries: the resolution's, else the
+   * wait's registration context; a tracing process's dispatch span's.
    */
   async #handoutsOf(partition: number, entries: ResolutionEntry[]): Promise<Handout[]> {
     const missing = entries.flatMap((e) => (e.wait === null && e.waitId ? [e.waitId] : []));

@@ -12,7 +12,7 @@ import { type Job, Worker } from "bullmq";
 export const WEBHOOK_QUEUE = "webhooks";
 
 /** A webhook delivery job's data: the wait is read when the request is sent. */
-export interface WebhookJob {
+interface WebhookJob {
   tenant: string;
   waitId: string;
 }
