@@ -37,40 +37,9 @@ local wait = loadOwnWait(keys.waits, waitId, tenantPrefix)
 if wait == nil then
   return { C_NOT_FOUND }
 end
--- deep equality of decoded JSON values (key order of Lua tables is not stable)
-local function same(a, b)
-  if type(a) ~= "table" or type(b) ~= "table" then
-    return a == b
-  end
-  for k, v in pairs(a) do
-    if not same(v, b[k]) then
-      return false
-    end
-  end
-  for k in pairs(b) do
-    if a[k] == nil then
-      return false
-    end
-  end
-  return true
-end
-
 local entry = cjson.decode(detail)
-if once == "1" then
-  -- skip when an entry of this kind with the same detail is already there
-  for _, h in ipairs(wait["h"] or {}) do
-    if h["w"] == what then
-      local equal = true
-      for k, v in pairs(entry) do
-        if not same(h[k], v) then
-          equal = false
-        end
-      end
-      if equal then
-        return { C_EXISTS, cjson.encode(wait) }
-      end
-    end
-  end
+if once == "1" and hasHistoryEntry(wait, what, entry) then
+  return { C_EXISTS, cjson.encode(wait) }
 end
 entry["at"] = now
 entry["w"] = what

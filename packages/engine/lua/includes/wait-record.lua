@@ -3,7 +3,11 @@
   t timed_out, c cancelled. A record is JSON, except a wait that is `waiting` with
   nothing but its registration fields, which is kept as compact text (about 35 bytes
   smaller: most waits are such): the encoded parts (mk, r, p) then "<ca>,<dl>,<sn>"
-  (dl and sn may be empty). Both forms are read here and by src/formats/wait-record.ts.
+  (dl and sn may be empty). A JSON record may be followed by timeline entries appended
+  as text (annotateWaits: no decode and encode of the whole record), each "\30" (ASCII
+  record separator, which JSON text never holds unescaped) then the entry's JSON; they
+  are the last entries of its history, and the next encode writes them into `h`.
+  Both forms are read here and by src/formats/wait-record.ts.
   A shaped wait (any-of, count, failure types) is always JSON: mx = the match keys of
   its other types, ixs = the index keys of all its match keys (mk first; any-of only),
   n = count, fk = the match keys of its failure types, col = the events collected so far
@@ -15,7 +19,21 @@
 
 local function decodeWait(raw)
   if string.byte(raw, 1) == 123 then
-    return cjson.decode(raw)
+    local find, sub = string.find, string.sub
+    local at = find(raw, "\30", 1, true)
+    if at == nil then
+      return cjson.decode(raw)
+    end
+    -- entries appended as text: the history's last ones
+    local wait = cjson.decode(sub(raw, 1, at - 1))
+    local h = wait["h"] or {}
+    wait["h"] = h
+    while at ~= nil do
+      local next = find(raw, "\30", at + 1, true)
+      h[#h + 1] = cjson.decode(sub(raw, at + 1, (next or 0) - 1))
+      at = next
+    end
+    return wait
   end
   -- three length-prefixed parts ("<len>:<bytes>", c the colon, e the last byte), then
   -- "<ca>,<dl>,<sn>"; lengths and times converted by arithmetic: every C call costs
@@ -67,6 +85,42 @@ local function pushHistory(wait, entry)
     wait["h"] = h
   end
   h[#h + 1] = entry
+end
+
+-- Deep equality of decoded JSON values (key order of Lua tables is not stable).
+local function sameValue(a, b)
+  if type(a) ~= "table" or type(b) ~= "table" then
+    return a == b
+  end
+  for k, v in pairs(a) do
+    if not sameValue(v, b[k]) then
+      return false
+    end
+  end
+  for k in pairs(b) do
+    if a[k] == nil then
+      return false
+    end
+  end
+  return true
+end
+
+-- Has the wait's history an entry of kind `what` carrying every field of `detail`?
+local function hasHistoryEntry(wait, what, detail)
+  for _, h in ipairs(wait["h"] or {}) do
+    if h["w"] == what then
+      local equal = true
+      for k, v in pairs(detail) do
+        if not sameValue(h[k], v) then
+          equal = false
+        end
+      end
+      if equal then
+        return true
+      end
+    end
+  end
+  return false
 end
 
 -- Does the wait belong to the tenant? tenantPrefix is the encoded tenant ("" = any, admin).

@@ -85,13 +85,23 @@ export interface RawWait {
   tc?: string;
 }
 
+/** What separates a JSON record from the timeline entries appended after it (ASCII RS). */
+const APPENDED = "\u001e";
+
 /**
- * A stored wait record: JSON, or the compact text of a plain waiting wait
- * ("<len>:<mk><len>:<r><len>:<p><ca>,<dl>,<sn>", lengths in bytes; see decodeWait in
- * lua/includes/wait-record.lua).
+ * A stored wait record: JSON, possibly followed by timeline entries appended as text
+ * (each RS then the entry's JSON: the last entries of its history), or the compact text
+ * of a plain waiting wait ("<len>:<mk><len>:<r><len>:<p><ca>,<dl>,<sn>", lengths in
+ * bytes; see decodeWait in lua/includes/wait-record.lua).
  */
 export function parseWaitRecord(raw: string): RawWait {
-  if (raw.startsWith("{")) return JSON.parse(raw) as RawWait;
+  if (raw.startsWith("{")) {
+    if (!raw.includes(APPENDED)) return JSON.parse(raw) as RawWait;
+    const [record = "", ...appended] = raw.split(APPENDED);
+    const wait = JSON.parse(record) as RawWait;
+    wait.h = [...(wait.h ?? []), ...appended.map((entry) => JSON.parse(entry) as NonNullable<RawWait["h"]>[number])];
+    return wait;
+  }
   const buf = Buffer.from(raw);
   const { parts, end } = readParts(buf, 0, 3);
   const [ca = "", dl = "", sn = ""] = buf.subarray(end).toString().split(",");

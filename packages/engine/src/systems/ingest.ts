@@ -26,13 +26,12 @@ import { type Rejection, rejectionRecord, toRejections } from "../formats/reject
 import type { StreamEntry, StreamEvent } from "../formats/stream-entries.js";
 import { type TraceCarrier, traceText } from "../formats/trace-context.js";
 import { type Accepted, acceptEventsCall, acceptEventsResult } from "../transitions/acceptEvents.js";
-import { annotateWaitCall } from "../transitions/annotateWait.js";
+import { annotateWaitsCalls, type BatchAnnotation } from "../transitions/annotateWaits.js";
 import { type Appended, appendEventsCall, appendEventsResults } from "../transitions/appendEvents.js";
 import { dedupEventsCall, dedupEventsCodes } from "../transitions/dedupEvents.js";
 import type { Handoff, MatchResult } from "../transitions/matchEvent.js";
 import { recordRejectionCall } from "../transitions/recordRejection.js";
 import { Code, failure } from "../transitions/replies.js";
-import type { ScriptCall } from "../transitions/run.js";
 import { matchDeltas } from "./resolution.js";
 
 export type IngestResult =
@@ -249,27 +248,16 @@ export class IngestSystem {
 
   /** Records `duplicate_ignored` once per (wait, event) on the waits a re-sent event reached. */
   private async noteDuplicates(duplicates: Array<IngestResult | undefined>): Promise<void> {
-    const { keys } = this.ctx;
-    const calls: ScriptCall[] = [];
+    const entries: BatchAnnotation[] = [];
     for (const r of duplicates) {
       if (r?.status !== "duplicate") continue;
       const ref = { pr: r.event.producer, id: r.event.id, at: Date.parse(r.event.acceptedAt), sid: r.event.streamId };
       for (const waitId of [...r.event.matchedWaits, ...r.event.lateFor]) {
-        const p = keys.waitPartition(waitId);
-        if (p === null) continue;
-        calls.push(
-          annotateWaitCall(keys.partition(p), {
-            waitId,
-            tenantPrefix: "",
-            what: "duplicate_ignored",
-            detail: JSON.stringify({ ev: ref }),
-            once: true,
-            now: this.ctx.now(),
-          }),
-        );
+        entries.push({ waitId, what: "duplicate_ignored", detail: { ev: ref }, once: true });
       }
     }
-    await this.ctx.runAll(calls);
+    const calls = annotateWaitsCalls(this.ctx.keys, entries, this.ctx.now());
+    if (calls.length > 0) await this.ctx.runAll(calls);
   }
 
   /** An accepted event of a tenant's producer, or null. */

@@ -11,6 +11,7 @@ import { tagPartition, untagPartition, waitIdPrefix } from "../formats/index-mem
 import { type TraceCarrier, traceText } from "../formats/trace-context.js";
 import { parseWaitRecord, type RawWait, registrationRecord, toWait, waitOf } from "../formats/wait-record.js";
 import { annotateWaitCall, annotateWaitResult } from "../transitions/annotateWait.js";
+import { annotateWaitsCalls, type BatchAnnotation } from "../transitions/annotateWaits.js";
 import { cancelWaitCall, cancelWaitResult } from "../transitions/cancelWait.js";
 import {
   claimRunPositionCall,
@@ -297,37 +298,11 @@ export class WaitsSystem {
 
   /**
    * Appends timeline entries to several waits (any tenant; internal) in one round trip,
-   * with `after` in the same pipeline (the dispatcher's XACK of the same partition).
+   * one script call per partition and kind (annotateWaits), with `after` in the same
+   * pipeline (the dispatcher's XACK of the same partition).
    */
-  async annotateMany(
-    entries: Array<{
-      waitId: string;
-      what: "continuation_dispatched" | "sweeper_rescheduled";
-      detail: Record<string, unknown>;
-      /** skip when the timeline already has this entry (same kind and detail) */
-      once?: boolean;
-    }>,
-    after: BatchCommand[] = [],
-  ): Promise<void> {
-    const { keys } = this.ctx;
-    const now = this.ctx.now();
-    await this.ctx.runAll(
-      entries.flatMap(({ waitId, what, detail, once }) => {
-        const p = keys.waitPartition(waitId);
-        if (p === null) return [];
-        return [
-          annotateWaitCall(keys.partition(p), {
-            waitId,
-            tenantPrefix: "",
-            what,
-            detail: JSON.stringify(detail),
-            once: once ?? false,
-            now,
-          }),
-        ];
-      }),
-      after,
-    );
+  async annotateMany(entries: Iterable<BatchAnnotation>, after: BatchCommand[] = []): Promise<void> {
+    await this.ctx.runAll(annotateWaitsCalls(this.ctx.keys, entries, this.ctx.now()), after);
   }
 
   /**
