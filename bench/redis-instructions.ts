@@ -20,6 +20,7 @@
  *   rateLimitPerSec, all three limits set, none reached), one script call each; a batch
  *   request makes one check for all its events.
  *
+ * - add: N continuation jobs added (Wait-sized data, `addBulk` of 500), nothing else;
  * - complete: a BullMQ worker completing N continuation jobs (Wait-sized data) added with
  *   the dispatcher's `removeOnComplete: { age }` (BullMQ looks for jobs past the age on
  *   every completion), and `complete-keep` the same with no removal at all, for the cost of
@@ -36,7 +37,7 @@
  * `--match-shape any-of|count-3` makes the match case's waits any-of two types, or count 3
  * (three events per wait: per event, two collect and one resolves);
  * `--only CASE` runs one case (raw, ingest, match, dispatch, accept, quota,
- * complete, complete-keep, compact); `--keep DIR` copies each case's dump to
+ * add, complete, complete-keep, compact); `--keep DIR` copies each case's dump to
  * DIR/<case>.callgrind for `callgrind_annotate --inclusive=yes DIR/ingest.callgrind`.
  */
 import { spawnSync } from "node:child_process";
@@ -83,6 +84,7 @@ const CASES = [
   "dispatch",
   "accept",
   "quota",
+  "add",
   "complete",
   "complete-keep",
   "compact",
@@ -300,8 +302,8 @@ const quota = await measure("quota", async (url) => {
 const WAIT_DATA = { id: "", tenant: "bench", state: "resolved", note: "w".repeat(900) };
 const QUEUE = "continuations.bench";
 
-/** `n` continuation jobs added under `prefix` (as the dispatcher adds them), and a worker that completes them. */
-async function completeJobs(url: string, prefix: string, n: number, keep: boolean): Promise<void> {
+/** `n` continuation jobs added under `prefix` (as the dispatcher adds them), and (`work`) a worker that completes them. */
+async function completeJobs(url: string, prefix: string, n: number, keep: boolean, work = true): Promise<void> {
   const connection = new Redis(url, { maxRetriesPerRequest: null });
   const queue = new Queue(QUEUE, { connection, prefix });
   for (let i = 0; i < n; i += BATCH) {
@@ -316,6 +318,11 @@ async function completeJobs(url: string, prefix: string, n: number, keep: boolea
         },
       })),
     );
+  }
+  if (!work) {
+    await queue.close();
+    connection.disconnect();
+    return;
   }
   let done = 0;
   let finish: () => void = () => {};
@@ -339,6 +346,7 @@ async function completeJobs(url: string, prefix: string, n: number, keep: boolea
  */
 const completeCase = (keep: boolean) => async (url: string) => async (n: number) =>
   completeJobs(url, `rc${keep ? "k" : "a"}${n}`, n, keep);
+const add = await measure("add", async (url) => async (n) => completeJobs(url, `ra${n}`, n, false, false));
 const complete = await measure("complete", completeCase(false));
 const completeKeep = await measure("complete-keep", completeCase(true));
 
@@ -366,6 +374,7 @@ console.log(`store.match (${MATCH_SHAPE === "one" ? "resolves one wait" : `${MAT
 console.log(`dispatch (one resolved wait)    ${count(dispatch)}`);
 console.log(`accept, one event per call (dedup + acceptEvents, resolves one wait) ${count(accept)}`);
 console.log(`quota check (one request)      ${count(quota)}`);
+console.log(`job add (addBulk of 500)        ${count(add)}`);
 console.log(`job add + complete, age removal ${count(complete)}`);
 console.log(`job add + complete, kept        ${count(completeKeep)}`);
 console.log(`compaction (one completed job)  ${count(compact)}`);
