@@ -9,7 +9,7 @@
 import { describe, expect, it } from "vitest";
 import { event, ingestOne, makeStore, matchOne } from "./helpers.js";
 
-async function resolvedWait(payload: unknown = { n: "e1" }) {
+async function resolvedWait(payload: Record<string, unknown> = { n: "e1" }) {
   const h = makeStore();
   const { wait } = await h.store.register("acme", {
     runId: "r",
