@@ -38,15 +38,12 @@ if wait == nil then
   return { C_NOT_FOUND }
 end
 local entry = cjson.decode(detail)
-if once == "1" and hasHistoryEntry(wait, what, entry) then
+if not addHistoryEntry(wait, what, entry, now, once == "1") then
   return { C_EXISTS, cjson.encode(wait) }
 end
-entry["at"] = now
-entry["w"] = what
 if what == "job_attached" then
   wait["j"] = entry["j"]
 end
-pushHistory(wait, entry)
 -- (the reply is the stored text: one encode of the record, not two; a record with a
 -- history is JSON, so it reads as before)
 local record = encodeWait(wait)

@@ -42,11 +42,7 @@ for i = 4, #ARGV, 2 do
       recorded = recorded + 1
     else
       local wait = decodeWait(raw)
-      local entry = cjson.decode(detail)
-      if not (once and hasHistoryEntry(wait, what, entry)) then
-        entry["at"] = now
-        entry["w"] = what
-        pushHistory(wait, entry)
+      if addHistoryEntry(wait, what, cjson.decode(detail), now, once) then
         saveWait(keys.waits, waitId, wait)
         recorded = recorded + 1
       end

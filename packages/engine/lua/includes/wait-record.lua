@@ -123,6 +123,18 @@ local function hasHistoryEntry(wait, what, detail)
   return false
 end
 
+-- Pushes `entry` (a decoded detail) onto the history as an entry of kind `what` at
+-- `now`, unless `once` and the history has such an entry already; whether it did.
+local function addHistoryEntry(wait, what, entry, now, once)
+  if once and hasHistoryEntry(wait, what, entry) then
+    return false
+  end
+  entry["at"] = now
+  entry["w"] = what
+  pushHistory(wait, entry)
+  return true
+end
+
 -- Does the wait belong to the tenant? tenantPrefix is the encoded tenant ("" = any, admin).
 --@inline
 local function ownedBy(wait, tenantPrefix)
