@@ -37,7 +37,7 @@
  * `--match-shape any-of|count-3` makes the match case's waits any-of two types, or count 3
  * (three events per wait: per event, two collect and one resolves);
  * `--only CASE` runs one case (raw, ingest, match, dispatch, accept, quota,
- * add, complete, complete-keep, compact); `--keep DIR` copies each case's dump to
+ * add, complete, complete-keep, compact, timeout); `--keep DIR` copies each case's dump to
  * DIR/<case>.callgrind for `callgrind_annotate --inclusive=yes DIR/ingest.callgrind`.
  */
 import { spawnSync } from "node:child_process";
@@ -88,6 +88,7 @@ const CASES = [
   "complete",
   "complete-keep",
   "compact",
+  "timeout",
 ] as const;
 type Case = (typeof CASES)[number];
 if (ONLY && !(CASES as readonly string[]).includes(ONLY)) {
@@ -363,6 +364,55 @@ const compact = await measure("compact", async (url) => {
   };
 });
 
+/**
+ * Timeouts as the scheduler fires them: N due waits of one tenant (16 partitions, the
+ * matchers' groups caught up on a stream holding earlier events), in steps of
+ * `--timeout-step` (50, the scheduler's default) through `store.timeoutMany`.
+ */
+const TIMEOUT_STEP = args.number("timeout-step", 50);
+const timeout = await measure("timeout", async (url) => {
+  const res = benchResources(url, "rt");
+  await deployment(res);
+  await acceptLikeStart(res);
+  // the streams hold accepted events (none of them due waits' own), matched as they were
+  // appended (calls small enough to match in the script), as a live deployment's are
+  for (let i = 0; i < BATCH; i += 10) {
+    await res.store.ingest(
+      "bench",
+      "loader",
+      Array.from({ length: 10 }, () => ({ ...event(seq++), type: "bench.other" })),
+    );
+  }
+  const due = new Map<number, string[]>();
+  for (const n of [BATCH, EVENTS]) {
+    const ids: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const e = event(seq++);
+      const { wait } = await res.store.register("bench", {
+        runId: `r-${e.id}`,
+        position: "p",
+        eventType: e.type,
+        correlationId: e.correlationId,
+        timeoutMs: 1,
+      });
+      ids.push(wait.id);
+    }
+    // in partition order, as the scheduler's read of the due waits gives them
+    ids.sort((a, b) => (res.store.keys.waitPartition(a) ?? 0) - (res.store.keys.waitPartition(b) ?? 0));
+    due.set(n, ids);
+  }
+  await new Promise((r) => setTimeout(r, 5));
+  return async (n) => {
+    const ids = due.get(n) as string[];
+    for (let i = 0; i < ids.length; i += TIMEOUT_STEP) {
+      const results = await res.store.timeoutMany(ids.slice(i, i + TIMEOUT_STEP));
+      const missed = results.find((r) => r.outcome !== "timed_out");
+      if (missed) throw new Error(`timeout case: a wait was not timed out: ${JSON.stringify(missed)}`);
+    }
+    if (n === EVENTS) await res.close();
+  };
+});
+
 const count = (n: number) => (Number.isNaN(n) ? "-" : Math.round(n).toLocaleString("en-US"));
 console.log(
   `\nRedis instructions per event (callgrind, ${EVENTS} events, AOF everysec${LEGACY_INDEX ? ", legacy index layout" : ""})`,
@@ -378,3 +428,4 @@ console.log(`job add (addBulk of 500)        ${count(add)}`);
 console.log(`job add + complete, age removal ${count(complete)}`);
 console.log(`job add + complete, kept        ${count(completeKeep)}`);
 console.log(`compaction (one completed job)  ${count(compact)}`);
+console.log(`timeout (one due wait, steps of ${TIMEOUT_STEP}) ${count(timeout)}`);

@@ -275,6 +275,58 @@ describe("timeout (event-time rule)", () => {
     expect((await h.store.timeout(wait.id)).outcome).toBe("timed_out");
   });
 
+  it("times out several waits of a partition in one call, each by its own deadline and match key", async () => {
+    const h = makeStore({ partitions: 1 });
+    const a = await h.store.register("acme", spec("run-a", "job-a", { timeoutMs: 1000 }));
+    const b = await h.store.register("acme", spec("run-b", "job-b", { timeoutMs: 3000 }));
+    const open = await h.store.register("acme", spec("run-c", "job-c"));
+    const early = await h.store.register("acme", spec("run-d", "job-d", { timeoutMs: 9000 }));
+    h.tick(2000);
+    // after a's deadline (late for it), before b's: both left unprocessed
+    await ingestOne(h, event("ea", "job-a"));
+    await ingestOne(h, event("eb", "job-b"));
+    h.tick(3000);
+    const last = a.wait.id.at(-1) === "A" ? "B" : "A";
+    const unknown = `${a.wait.id.slice(0, -1)}${last}`;
+    const results = await h.store.timeoutMany([a.wait.id, b.wait.id, a.wait.id, unknown, open.wait.id, early.wait.id]);
+    expect(results.map((r) => r.outcome)).toEqual([
+      "timed_out",
+      "backlog",
+      "not_waiting",
+      "not_found",
+      "not_due",
+      "not_due",
+    ]);
+    expect(results[1]).toEqual({ outcome: "backlog", deadline: Date.parse(b.wait.deadline as string) });
+    expect(results[2]).toMatchObject({ wait: { id: a.wait.id, state: "timed_out" } });
+    expect(results[5]).toEqual({ outcome: "not_due", deadline: Date.parse(early.wait.deadline as string) });
+    // one outbox entry: a's timeout (the repeated id did not settle it twice)
+    const outbox = await h.redis.xrange(h.store.keys.partition(0).outbox, "-", "+");
+    expect(outbox.map(([, f]) => f[1])).toEqual([a.wait.id]);
+    // b's event wins once matched
+    await processEntries(h, 0);
+    expect((await h.store.getWait("acme", b.wait.id))?.resolution?.kind).toBe("event");
+  });
+
+  it("in one call, a wait whose own on-time range is within the cap times out though the call's latest deadline has more than 100 unprocessed events", async () => {
+    const h = makeStore({ partitions: 1 });
+    const d = await h.store.register("acme", spec("run-d", "job-d", { timeoutMs: 1000 }));
+    const e = await h.store.register("acme", spec("run-e", "job-e", { timeoutMs: 3000 }));
+    h.tick(2000);
+    await h.store.ingest(
+      "acme",
+      "svc",
+      Array.from({ length: 101 }, (_, i) => event(`other-${i}`, `job-other-${i}`)),
+    );
+    h.tick(5000);
+    const results = await h.store.timeoutMany([e.wait.id, d.wait.id]);
+    expect(results.map((r) => r.outcome)).toEqual(["backlog", "timed_out"]);
+    // alone, each answers the same
+    expect((await h.store.timeout(e.wait.id)).outcome).toBe("backlog");
+    await processEntries(h, 0);
+    expect((await h.store.timeout(e.wait.id)).outcome).toBe("timed_out");
+  });
+
   it("more than 100 events in the partition's unprocessed on-time entries hold every timeout back (the partition-wide rule) until the matchers have acknowledged them", async () => {
     const h = makeStore({ partitions: 1 });
     const { wait } = await h.store.register("acme", spec("run-1", "job-1", { timeoutMs: 1000 }));

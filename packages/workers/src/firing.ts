@@ -1,7 +1,8 @@
 /**
  * Firing timeouts in bounded steps. Each step sends at most `step` waits to Redis,
- * one `timeoutWait` call per wait in one pipeline (each call atomic on its own: the
- * event-time rule stays in Lua), and handles the answers; before the next step the
+ * one `timeoutWait` call per partition among them in one pipeline (each call atomic on
+ * its own, each wait judged on its own: the event-time rule stays in Lua), and handles
+ * the answers; before the next step the
  * firing rests for `restRatio` times as long as that step took (at most MAX_REST_MS;
  * the rest is kept by a `Pacer`, under `rendezvous start` the one the dispatcher uses).
  * So however many waits share a deadline, no step holds Redis or this process for
@@ -17,7 +18,7 @@ import type { Wait } from "@rendezvous/protocol";
 export interface FireResult {
   timedOut: number;
   retry: number;
-  /** pipelined rounds of `timeoutWait` sent */
+  /** pipelined rounds of `timeoutWait` calls sent */
   steps: number;
   /** most waits in one round */
   largestStep: number;

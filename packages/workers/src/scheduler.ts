@@ -50,7 +50,7 @@ export interface SchedulerOptions {
   graceMs?: number;
   /** most waits one pass reads per partition @defaultValue 1000 */
   batch?: number;
-  /** most waits one timeout step sends to Redis (one pipelined `timeoutWait` per wait) @defaultValue 50 */
+  /** most waits one timeout step sends to Redis (one pipelined `timeoutWait` per partition among them) @defaultValue 50 */
   step?: number;
   /**
    * rest between two timeout steps, as a multiple of the last step's duration (at most

@@ -19,7 +19,7 @@ import {
   settledCount,
 } from "../transitions/matchEvent.js";
 import type { Reply } from "../transitions/replies.js";
-import { type TimeoutResult, timeoutWaitCall, timeoutWaitResult } from "../transitions/timeoutWait.js";
+import { type TimeoutResult, timeoutWaitCall, timeoutWaitResults } from "../transitions/timeoutWait.js";
 
 export class ResolutionSystem {
   constructor(private readonly ctx: EngineContext) {}
@@ -77,19 +77,37 @@ export class ResolutionSystem {
     return result as TimeoutResult;
   }
 
-  /** Tries to time out several waits, in one round trip. */
+  /** Tries to time out several waits, in one round trip: one call per partition. */
   async timeoutMany(waitIds: string[]): Promise<TimeoutResult[]> {
     const { keys, config } = this.ctx;
     const now = this.ctx.now();
-    const known = waitIds.map((id) => ({ id, p: keys.waitPartition(id) }));
-    const calls = known.flatMap(({ id, p }) =>
-      p === null ? [] : [timeoutWaitCall(keys.partition(p), { waitId: id, retentionMs: config.retentionMs, now })],
+    const byPartition = new Map<number, number[]>();
+    waitIds.forEach((id, i) => {
+      const p = keys.waitPartition(id);
+      if (p === null) return;
+      const list = byPartition.get(p);
+      if (list) list.push(i);
+      else byPartition.set(p, [i]);
+    });
+    const groups = [...byPartition];
+    const replies = await this.ctx.runAll(
+      groups.map(([p, members]) =>
+        timeoutWaitCall(keys.partition(p), {
+          waitIds: members.map((i) => waitIds[i] as string),
+          retentionMs: config.retentionMs,
+          now,
+        }),
+      ),
     );
-    const replies = await this.ctx.runAll(calls);
-    let j = 0;
-    const results = known.map(({ id, p }): TimeoutResult => {
-      if (p === null) return { outcome: "not_found" };
-      return timeoutWaitResult(id, replies[j++] as Reply);
+    const results: TimeoutResult[] = waitIds.map(() => ({ outcome: "not_found" }));
+    groups.forEach(([, members], g) => {
+      const outcomes = timeoutWaitResults(
+        members.map((i) => waitIds[i] as string),
+        replies[g],
+      );
+      members.forEach((i, j) => {
+        results[i] = outcomes[j] as TimeoutResult;
+      });
     });
     const deltas = new Map<string, CountDelta>();
     for (const r of results) {

@@ -1,6 +1,10 @@
-/** timeoutWait (lua/timeoutWait-8.lua): a wait timed out by the event-time rule. */
+/**
+ * timeoutWait (lua/timeoutWait-8.lua): waits of one partition timed out by the event-time
+ * rule, each judged on its own, in one call (the group's state and the scan of unprocessed
+ * entries read once for all of them).
+ */
 
-import type { Wait } from "@rendezvous/protocol";
+import { RendezvousError, type Wait } from "@rendezvous/protocol";
 import { type TraceCarrier, traceOfText } from "../formats/trace-context.js";
 import { parseWaitRecord, toWait, waitOf } from "../formats/wait-record.js";
 import { MATCHER_GROUP, type PartitionKeys } from "../keys.js";
@@ -20,21 +24,31 @@ export type TimeoutResult =
   | { outcome: "backlog"; deadline: number };
 
 export interface TimeoutWaitArgs {
-  waitId: string;
+  /** one or more, all of partition `k` */
+  waitIds: readonly string[];
   retentionMs: number;
   now?: number;
 }
 
 export function timeoutWaitCall(k: PartitionKeys, a: TimeoutWaitArgs): ScriptCall {
   return transitionCall("timeoutWait", k, {
-    waitId: a.waitId,
     retentionMs: a.retentionMs,
     now: clock(a.now),
     group: MATCHER_GROUP,
+    waitIds: a.waitIds,
   });
 }
 
-export function timeoutWaitResult(waitId: string, [code, value]: Reply): TimeoutResult {
+/** The outcome of each of the call's waits, in the order of `waitIds`. */
+export function timeoutWaitResults(waitIds: readonly string[], reply: unknown): TimeoutResult[] {
+  const pairs = reply as unknown[];
+  if (!Array.isArray(pairs) || pairs.length !== 2 * waitIds.length) {
+    throw new RendezvousError("internal", "timeoutWait: malformed reply");
+  }
+  return waitIds.map((id, i) => timeoutWaitResult(id, [Number(pairs[2 * i]), pairs[2 * i + 1]]));
+}
+
+function timeoutWaitResult(waitId: string, [code, value]: Reply): TimeoutResult {
   switch (code) {
     case Code.RESOLVED: {
       // one parse for the Wait and the registration's trace context
