@@ -19,8 +19,11 @@
   BACKLOG, the design's partition-wide rule (every entry accepted <= deadline
   processed first), so that a timeout attempt costs Redis a bounded amount under
   any backlog: the entries are counted before any is read. The call scans once, up
-  to the latest deadline among its due waits; only when that scan is over the cap is
-  each due wait's own range scanned (what a call for that wait alone would read).
+  to the latest deadline among its due waits; only when that scan is over the cap are
+  the due waits' own ranges scanned (what a call for each alone would read), earliest
+  deadline first, up to the first that is over the cap too (a range holds every
+  earlier one). The caller sends at most 500 waits a call (Lua's unpack takes some
+  8,000 values; timeoutMany splits more).
 
   KEYS[1] waits      {p}:w   hash waitId -> wait record
   KEYS[2] waiting    {p}:iw  lex zset "<index key><wait id body>"
@@ -180,17 +183,43 @@ for i, waitId in ipairs(ids) do
 end
 
 if latest ~= nil then
-  -- one scan up to the latest deadline serves every due wait, unless it is over the cap
+  -- one scan up to the latest deadline serves every due wait, unless it is over the cap;
+  -- then each wait scans its own range, in order of deadline: a range holds every earlier
+  -- one, so once one is over the cap so is every later one (BACKLOG, not scanned again)
   local shared = onTimeUnprocessed(latest)
-  local sharedEvents = shared and pendingEvents(shared) or nil
-  for _, d in ipairs(due) do
-    local i, waitId, wait, deadline = d[1], d[2], d[3], d[4]
-    local events = sharedEvents
-    if events == nil then
-      local own = onTimeUnprocessed(deadline)
-      events = own and pendingEvents(own) or nil
+  local eventsOf = {}
+  if shared then
+    local events = pendingEvents(shared)
+    for n = 1, #due do
+      eventsOf[n] = events
     end
-    if events == nil or heldBack(wait, deadline, events) then
+  else
+    local order = {}
+    for n = 1, #due do
+      order[n] = n
+    end
+    table.sort(order, function(a, b)
+      return due[a][4] < due[b][4]
+    end)
+    local byDeadline, over = {}, false
+    for _, n in ipairs(order) do
+      local deadline = due[n][4]
+      if not over and byDeadline[deadline] == nil then
+        local own = onTimeUnprocessed(deadline)
+        if own then
+          byDeadline[deadline] = pendingEvents(own)
+        else
+          over = true
+        end
+      end
+      eventsOf[n] = byDeadline[deadline] or false
+    end
+  end
+  -- settled in the order given (their outbox entries too)
+  for n, d in ipairs(due) do
+    local i, waitId, wait, deadline = d[1], d[2], d[3], d[4]
+    local events = eventsOf[n]
+    if not events or heldBack(wait, deadline, events) then
       reply[2 * i - 1], reply[2 * i] = C_BACKLOG, tostring(deadline)
     else
       local record = settleWait(keys, waitId, wait, "t", { k = "t", at = now, dl = deadline },

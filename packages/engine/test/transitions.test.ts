@@ -327,6 +327,47 @@ describe("timeout (event-time rule)", () => {
     expect((await h.store.timeout(e.wait.id)).outcome).toBe("timed_out");
   });
 
+  it("answers each wait in its place when the ids of several partitions come interleaved, and splits a partition's long list into calls", async () => {
+    const h = makeStore({ partitions: 4 });
+    const waits = [];
+    for (let i = 0; i < 530; i++) {
+      waits.push(
+        (await h.store.register("acme", spec(`run-${i}`, `job-${i}`, { timeoutMs: i % 3 === 0 ? 1000 : 9000 }))).wait,
+      );
+    }
+    expect(new Set(waits.map((w) => h.store.keys.waitPartition(w.id))).size).toBe(4);
+    h.tick(5000);
+    const results = await h.store.timeoutMany(waits.map((w) => w.id));
+    results.forEach((r, i) => {
+      const w = waits[i] as (typeof waits)[number];
+      if (i % 3 === 0) expect(r).toMatchObject({ outcome: "timed_out", wait: { id: w.id } });
+      else expect(r).toEqual({ outcome: "not_due", deadline: Date.parse(w.deadline as string) });
+    });
+    // one partition's 600 due waits: more than one call takes them
+    const one = makeStore({ partitions: 1 });
+    const ids: string[] = [];
+    for (let i = 0; i < 600; i++) {
+      ids.push((await one.store.register("acme", spec(`r-${i}`, `j-${i}`, { timeoutMs: 1000 }))).wait.id);
+    }
+    one.tick(2000);
+    const all = await one.store.timeoutMany(ids);
+    expect(all.map((r) => r.outcome)).toEqual(ids.map(() => "timed_out"));
+    expect(all.map((r) => (r.outcome === "timed_out" ? r.wait.id : ""))).toEqual(ids);
+  });
+
+  it("in one call over the entry cap, waits are judged by their own ranges, earliest deadline first", async () => {
+    const h = makeStore({ partitions: 1 });
+    const d1 = await h.store.register("acme", spec("run-1", "job-1", { timeoutMs: 1000 }));
+    const d2 = await h.store.register("acme", spec("run-2", "job-2", { timeoutMs: 3000 }));
+    const d3 = await h.store.register("acme", spec("run-3", "job-3", { timeoutMs: 3000 }));
+    h.tick(2000);
+    // 101 stream entries after d1's deadline, before d2's and d3's
+    for (let i = 0; i < 101; i++) await ingestOne(h, event(`other-${i}`, `job-other-${i}`));
+    h.tick(5000);
+    const results = await h.store.timeoutMany([d3.wait.id, d1.wait.id, d2.wait.id]);
+    expect(results.map((r) => r.outcome)).toEqual(["backlog", "timed_out", "backlog"]);
+  });
+
   it("more than 100 events in the partition's unprocessed on-time entries hold every timeout back (the partition-wide rule) until the matchers have acknowledged them", async () => {
     const h = makeStore({ partitions: 1 });
     const { wait } = await h.store.register("acme", spec("run-1", "job-1", { timeoutMs: 1000 }));

@@ -21,6 +21,9 @@ import {
 import type { Reply } from "../transitions/replies.js";
 import { type TimeoutResult, timeoutWaitCall, timeoutWaitResults } from "../transitions/timeoutWait.js";
 
+/** Most waits one timeoutWait call takes (timeoutMany sends more as several calls). */
+export const TIMEOUT_CALL_WAITS = 500;
+
 export class ResolutionSystem {
   constructor(private readonly ctx: EngineContext) {}
 
@@ -89,7 +92,13 @@ export class ResolutionSystem {
       if (list) list.push(i);
       else byPartition.set(p, [i]);
     });
-    const groups = [...byPartition];
+    // (at most TIMEOUT_CALL_WAITS per call: a script's unpack takes some 8,000 values)
+    const groups: Array<[number, number[]]> = [];
+    for (const [p, members] of byPartition) {
+      for (let from = 0; from < members.length; from += TIMEOUT_CALL_WAITS) {
+        groups.push([p, members.slice(from, from + TIMEOUT_CALL_WAITS)]);
+      }
+    }
     const replies = await this.ctx.runAll(
       groups.map(([p, members]) =>
         timeoutWaitCall(keys.partition(p), {
