@@ -1,4 +1,4 @@
-import { isRendezvousError } from "@rendezvous/protocol";
+import { isRendezvousError, type Wait } from "@rendezvous/protocol";
 import { describe, expect, it } from "vitest";
 import {
   createRedis,
@@ -329,7 +329,7 @@ describe("timeout (event-time rule)", () => {
 
   it("answers each wait in its place when the ids of several partitions come interleaved, and splits a partition's long list into calls", async () => {
     const h = makeStore({ partitions: 4 });
-    const waits = [];
+    const waits: Wait[] = [];
     for (let i = 0; i < 530; i++) {
       waits.push(
         (await h.store.register("acme", spec(`run-${i}`, `job-${i}`, { timeoutMs: i % 3 === 0 ? 1000 : 9000 }))).wait,
@@ -339,7 +339,7 @@ describe("timeout (event-time rule)", () => {
     h.tick(5000);
     const results = await h.store.timeoutMany(waits.map((w) => w.id));
     results.forEach((r, i) => {
-      const w = waits[i] as (typeof waits)[number];
+      const w = waits[i] as Wait;
       if (i % 3 === 0) expect(r).toMatchObject({ outcome: "timed_out", wait: { id: w.id } });
       else expect(r).toEqual({ outcome: "not_due", deadline: Date.parse(w.deadline as string) });
     });
