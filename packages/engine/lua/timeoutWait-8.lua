@@ -22,8 +22,8 @@
   to the latest deadline among its due waits; only when that scan is over the cap are
   the due waits' own ranges scanned (what a call for each alone would read), earliest
   deadline first, up to the first that is over the cap too (a range holds every
-  earlier one). The caller sends at most 500 waits a call (Lua's unpack takes some
-  8,000 values; timeoutMany splits more).
+  earlier one). The caller sends at most TIMEOUT_CALL_WAITS waits a call (Lua's
+  unpack takes some 8,000 values; timeoutMany splits more).
 
   KEYS[1] waits      {p}:w   hash waitId -> wait record
   KEYS[2] waiting    {p}:iw  lex zset "<index key><wait id body>"

@@ -126,7 +126,8 @@ export class EngineContext {
 
   /**
    * Runs a batched script once per partition over the items it concerns (items of
-   * one partition keep their order) and hands back each item's own reply.
+   * one partition keep their order; with `most`, in calls of at most that many) and
+   * hands back each item's own reply.
    */
   async perPartition<T = unknown>(
     indices: number[],
@@ -137,6 +138,7 @@ export class EngineContext {
      * list); every call that answered is split, in order, before a failed one is thrown
      */
     split: (reply: unknown, count: number, members: number[]) => T[] = (reply) => (Array.isArray(reply) ? reply : []),
+    most = Number.POSITIVE_INFINITY,
   ): Promise<T[]> {
     const groups = new Map<PartitionKeys, number[]>();
     for (const i of indices) {
@@ -145,7 +147,10 @@ export class EngineContext {
       if (members) members.push(i);
       else groups.set(k, [i]);
     }
-    const entries = [...groups];
+    const entries: Array<[PartitionKeys, number[]]> = [];
+    for (const [k, members] of groups) {
+      for (let from = 0; from < members.length; from += most) entries.push([k, members.slice(from, from + most)]);
+    }
     const calls = entries.map(([k, members]) => call(k, members));
     const results = await runCalls(this.redis, calls);
     // one value per item index (a sparse array: items not in `indices` stay empty)

@@ -21,8 +21,8 @@ import {
 import type { Reply } from "../transitions/replies.js";
 import { type TimeoutResult, timeoutWaitCall, timeoutWaitResults } from "../transitions/timeoutWait.js";
 
-/** Most waits one timeoutWait call takes (timeoutMany sends more as several calls). */
-export const TIMEOUT_CALL_WAITS = 500;
+/** Most waits one timeoutWait call takes (timeoutMany sends more as several calls: a script's unpack takes some 8,000 values). */
+const TIMEOUT_CALL_WAITS = 500;
 
 export class ResolutionSystem {
   constructor(private readonly ctx: EngineContext) {}
@@ -84,40 +84,16 @@ export class ResolutionSystem {
   async timeoutMany(waitIds: string[]): Promise<TimeoutResult[]> {
     const { keys, config } = this.ctx;
     const now = this.ctx.now();
-    const byPartition = new Map<number, number[]>();
-    waitIds.forEach((id, i) => {
-      const p = keys.waitPartition(id);
-      if (p === null) return;
-      const list = byPartition.get(p);
-      if (list) list.push(i);
-      else byPartition.set(p, [i]);
-    });
-    // (at most TIMEOUT_CALL_WAITS per call: a script's unpack takes some 8,000 values)
-    const groups: Array<[number, number[]]> = [];
-    for (const [p, members] of byPartition) {
-      for (let from = 0; from < members.length; from += TIMEOUT_CALL_WAITS) {
-        groups.push([p, members.slice(from, from + TIMEOUT_CALL_WAITS)]);
-      }
-    }
-    const replies = await this.ctx.runAll(
-      groups.map(([p, members]) =>
-        timeoutWaitCall(keys.partition(p), {
-          waitIds: members.map((i) => waitIds[i] as string),
-          retentionMs: config.retentionMs,
-          now,
-        }),
-      ),
+    const partitions = waitIds.map((id) => keys.waitPartition(id));
+    const idsOf = (members: number[]) => members.map((i) => waitIds[i] as string);
+    const outcomes = await this.ctx.perPartition<TimeoutResult>(
+      waitIds.flatMap((_, i) => (partitions[i] === null ? [] : [i])),
+      (i) => keys.partition(partitions[i] as number),
+      (k, members) => timeoutWaitCall(k, { waitIds: idsOf(members), retentionMs: config.retentionMs, now }),
+      (reply, _count, members) => timeoutWaitResults(idsOf(members), reply),
+      TIMEOUT_CALL_WAITS,
     );
-    const results: TimeoutResult[] = waitIds.map(() => ({ outcome: "not_found" }));
-    groups.forEach(([, members], g) => {
-      const outcomes = timeoutWaitResults(
-        members.map((i) => waitIds[i] as string),
-        replies[g],
-      );
-      members.forEach((i, j) => {
-        results[i] = outcomes[j] as TimeoutResult;
-      });
-    });
+    const results = waitIds.map((_, i): TimeoutResult => outcomes[i] ?? { outcome: "not_found" });
     const deltas = new Map<string, CountDelta>();
     for (const r of results) {
       if (r.outcome !== "timed_out") continue;
