@@ -40,6 +40,8 @@ export interface BlackboxOptions {
   profileInterval: number;
   /** Node options given to every product process (before the CLI), e.g. a GC flag to compare */
   nodeArgs: string[];
+  /** the CLI to run (`--bin`: another checkout's packages/server/bin/rendezvous.js, to compare revisions) */
+  bin?: string;
 }
 
 export interface ThroughputRow {
@@ -154,7 +156,7 @@ export function printBlackbox(r: BlackboxResult): void {
   const opts = r.opts;
   console.log(`\nblack-box resolve path — ${new Date().toISOString()}; ${machine()}`);
   console.log(
-    `Node ${r.node}, Redis ${r.redis} (appendonly yes, appendfsync everysec), ${r.cores} cores, CLK_TCK ${r.clkTck}; ${opts.partitions} partitions; the CLI ran its ${r.product === "dist" ? "built JavaScript" : "TypeScript sources (tsx)"}${opts.nodeArgs.length > 0 ? ` with ${opts.nodeArgs.join(" ")}` : ""}${opts.breakdown ? "; --breakdown: every Redis command logged during the event phases" : ""}${opts.profile ? `; --profile ${opts.profile}: the product processes under --cpu-prof (every ${opts.profileInterval} µs)` : ""}`,
+    `Node ${r.node}, Redis ${r.redis} (appendonly yes, appendfsync everysec), ${r.cores} cores, CLK_TCK ${r.clkTck}; ${opts.partitions} partitions; the CLI ran its ${r.product === "dist" ? "built JavaScript" : "TypeScript sources (tsx)"}${opts.nodeArgs.length > 0 ? ` with ${opts.nodeArgs.join(" ")}` : ""}${opts.bin ? `; --bin ${opts.bin}` : ""}${opts.breakdown ? "; --breakdown: every Redis command logged during the event phases" : ""}${opts.profile ? `; --profile ${opts.profile}: the product processes under --cpu-prof (every ${opts.profileInterval} µs)` : ""}`,
   );
   console.log(`load average (1/5/15 min): ${r.loadStart} at start, ${r.loadEnd} at end`);
   console.log(

@@ -320,7 +320,7 @@ async function runConfiguration(
       : []),
   ];
   const roles: RoleProcess[] = ROLES[config].map((name) =>
-    startRole(name, { redisUrl, configFile, prefix, env, nodeArgs }),
+    startRole(name, { redisUrl, configFile, prefix, env, nodeArgs, bin: opts.bin }),
   );
   const sent = { events: 0 };
   const arrivals = new Arrivals();
@@ -430,6 +430,7 @@ export function blackboxOptions(args = parseArgs()): BlackboxOptions {
     profile: profiledRow(args.flag("profile") ? "single" : args.string("profile", "")),
     profileInterval: args.number("profile-interval", 500),
     nodeArgs: args.string("node-args", "").split(/\s+/).filter(Boolean),
+    bin: args.string("bin", "") || undefined,
   };
 }
 
