@@ -6,14 +6,18 @@
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { sleep } from "./stats.js";
 
 const bin = fileURLToPath(new URL("../../packages/server/bin/rendezvous.js", import.meta.url));
 
-/** What the CLI runs: its built JavaScript when present (npm run build), else its sources through tsx. */
-export function productBuild(): "dist" | "sources" {
-  return existsSync(fileURLToPath(new URL("../../packages/server/dist/cli.js", import.meta.url))) ? "dist" : "sources";
+/**
+ * What a CLI (this checkout's, or another's `packages/server/bin/rendezvous.js`) runs: its
+ * built JavaScript when present (npm run build), else its sources through tsx.
+ */
+export function productBuild(cli = bin): "dist" | "sources" {
+  return existsSync(join(dirname(cli), "../dist/cli.js")) ? "dist" : "sources";
 }
 
 export type RoleName = "start" | "api" | "matcher" | "dispatcher" | "scheduler";

@@ -393,7 +393,7 @@ export async function blackbox(redisUrl: string, opts: BlackboxOptions): Promise
     const cores = availableParallelism();
     return {
       opts,
-      product: productBuild(),
+      product: productBuild(opts.bin),
       node: process.version,
       redis,
       cores,
