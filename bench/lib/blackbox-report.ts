@@ -13,6 +13,7 @@ import {
 import type { Ceiling } from "./ceiling.js";
 import type { Transport } from "./receivers.js";
 import type { RedisBreakdown } from "./redis-breakdown.js";
+import { type Chain, printChain } from "./redis-timeline.js";
 import { machine } from "./setup.js";
 import type { Summary } from "./stats.js";
 import { fmt, pct, printTable } from "./table.js";
@@ -42,6 +43,10 @@ export interface BlackboxOptions {
   nodeArgs: string[];
   /** the CLI to run (`--bin`: another checkout's packages/server/bin/rendezvous.js, to compare revisions) */
   bin?: string;
+  /** the Node binary of the product processes (`--node`: another major, to compare runtimes); the driver stays on its own */
+  node?: string;
+  /** one more BullMQ one-at-a-time row per configuration, under MONITOR: the chain in µs (redis-timeline.ts) */
+  timeline: boolean;
 }
 
 export interface ThroughputRow {
@@ -92,7 +97,10 @@ export interface BlackboxResult {
   opts: BlackboxOptions;
   /** what the CLI ran: the built JavaScript (npm run build) or the TypeScript sources through tsx */
   product: "dist" | "sources";
+  /** the driver's Node version */
   node: string;
+  /** the product processes' Node version (`--node`; else the driver's) */
+  productNode: string;
   redis: string;
   cores: number;
   clkTck: number;
@@ -105,6 +113,8 @@ export interface BlackboxResult {
   spans: SpanCount[];
   /** with --profile: each product process's self time over the chosen row's event phase */
   profiles?: ProcessProfile[];
+  /** with --timeline: each configuration's one-at-a-time chain as Redis saw it */
+  chains?: Chain[];
 }
 
 /** The OTLP receiver's counts over one configuration's run with tracing on (read after its processes stopped). */
@@ -156,7 +166,7 @@ export function printBlackbox(r: BlackboxResult): void {
   const opts = r.opts;
   console.log(`\nblack-box resolve path — ${new Date().toISOString()}; ${machine()}`);
   console.log(
-    `Node ${r.node}, Redis ${r.redis} (appendonly yes, appendfsync everysec), ${r.cores} cores, CLK_TCK ${r.clkTck}; ${opts.partitions} partitions; the CLI ran its ${r.product === "dist" ? "built JavaScript" : "TypeScript sources (tsx)"}${opts.nodeArgs.length > 0 ? ` with ${opts.nodeArgs.join(" ")}` : ""}${opts.bin ? `; --bin ${opts.bin}` : ""}${opts.breakdown ? "; --breakdown: every Redis command logged during the event phases" : ""}${opts.profile ? `; --profile ${opts.profile}: the product processes under --cpu-prof (every ${opts.profileInterval} µs)` : ""}`,
+    `Node ${r.productNode === r.node ? r.node : `${r.productNode} (the product; --node ${opts.node}), driver ${r.node}`}, Redis ${r.redis} (appendonly yes, appendfsync everysec), ${r.cores} cores, CLK_TCK ${r.clkTck}; ${opts.partitions} partitions; the CLI ran its ${r.product === "dist" ? "built JavaScript" : "TypeScript sources (tsx)"}${opts.nodeArgs.length > 0 ? ` with ${opts.nodeArgs.join(" ")}` : ""}${opts.bin ? `; --bin ${opts.bin}` : ""}${opts.timeline ? "; --timeline: one more one-at-a-time row under MONITOR" : ""}${opts.breakdown ? "; --breakdown: every Redis command logged during the event phases" : ""}${opts.profile ? `; --profile ${opts.profile}: the product processes under --cpu-prof (every ${opts.profileInterval} µs)` : ""}`,
   );
   console.log(`load average (1/5/15 min): ${r.loadStart} at start, ${r.loadEnd} at end`);
   console.log(
@@ -294,6 +304,7 @@ function printBreakdowns(r: BlackboxResult): void {
   }
   if (r.opts.breakdown || r.opts.profile) printThreads(r.throughput);
   if (r.profiles && r.profiles.length > 0) printProfiles(r.profiles);
+  for (const c of r.chains ?? []) printChain(c);
 }
 
 export interface BenchRow {

@@ -45,12 +45,14 @@ export function startRole(
     nodeArgs?: string[];
     /** the CLI to run (another checkout's, to compare revisions) @defaultValue this checkout's */
     bin?: string;
+    /** the Node binary that runs it (another major, to compare runtimes) @defaultValue this process's */
+    node?: string;
   },
 ): RoleProcess {
   const env: NodeJS.ProcessEnv = { ...process.env, RENDEZVOUS_PREFIX: opts.prefix, LOG_LEVEL: "info", ...opts.env };
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
   const child = spawn(
-    process.execPath,
+    opts.node ?? process.execPath,
     [
       "--max-semi-space-size=64",
       ...(opts.nodeArgs ?? []),
@@ -98,6 +100,11 @@ export function startRole(
       clearTimeout(timer);
     },
   };
+}
+
+/** The version (`v24.1.0`) of a Node binary. */
+export function nodeVersion(node: string): string {
+  return execFileSync(node, ["--version"], { encoding: "utf8" }).trim();
 }
 
 /** Polls `GET /readyz` until it answers 200 (Redis reachable, the roles running). */

@@ -65,6 +65,7 @@ import {
   clkTck,
   cpuSnapshot,
   markThreads,
+  nodeVersion,
   productBuild,
   type RoleName,
   type RoleProcess,
@@ -75,6 +76,7 @@ import {
 import { Arrivals, bullmqReceiver, httpReceiver, type Receiver, type Transport } from "../lib/receivers.js";
 import { info, quiesce, startBenchRedis } from "../lib/redis.js";
 import { socketOwners, startBreakdown } from "../lib/redis-breakdown.js";
+import { type Chain, RedisTimeline } from "../lib/redis-timeline.js";
 import { load, machine, saveResults } from "../lib/setup.js";
 import { sleep, summarize } from "../lib/stats.js";
 import { fmt, progress } from "../lib/table.js";
@@ -225,7 +227,12 @@ async function throughputRow(
 }
 
 /** M events one at a time: send → continuation received, each after the previous one arrived. */
-async function latencyRow(ctx: Context, transport: Transport, m: number): Promise<LatencyRow> {
+async function latencyRow(
+  ctx: Context,
+  transport: Transport,
+  m: number,
+  timeline?: RedisTimeline,
+): Promise<LatencyRow> {
   progress(`${ctx.config}: registering ${fmt(m)} waits`);
   const { correlationIds, waitIds } = await register(ctx.http, m);
   await quiesce(ctx.admin);
@@ -242,10 +249,13 @@ async function latencyRow(ctx: Context, transport: Transport, m: number): Promis
   for (let i = 0; i < m; i++) {
     const waitId = waitIds[i] as string;
     const arrived = ctx.arrivals.expect(waitId);
+    const sent = event(correlationIds[i] as string);
+    const traced = timeline?.begin(sent.id, waitId);
     const t0 = performance.now();
-    await ctx.http.post("/v1/events", producerHeaders, event(correlationIds[i] as string), 202);
+    await ctx.http.post("/v1/events", producerHeaders, sent, 202);
     const answered = performance.now();
     const [at] = await arrivalsOf(ctx.arrivals, [arrived], 30_000);
+    if (traced) timeline?.end(traced, epoch(t0), epoch(at as number));
     ms.push((at as number) - t0);
     hops.answer.push(answered - t0);
     const k = ctx.arrivals.marksOf(waitId);
@@ -298,6 +308,7 @@ async function runConfiguration(
   latency: LatencyRow[];
   spans: SpanCount | undefined;
   profiles: ProcessProfile[];
+  chain: Chain | undefined;
 }> {
   const prefix = `bb${config}${tracing}${Date.now().toString(36)}`;
   const dir = mkdtempSync(join(tmpdir(), "rdv-blackbox-"));
@@ -320,7 +331,7 @@ async function runConfiguration(
       : []),
   ];
   const roles: RoleProcess[] = ROLES[config].map((name) =>
-    startRole(name, { redisUrl, configFile, prefix, env, nodeArgs, bin: opts.bin }),
+    startRole(name, { redisUrl, configFile, prefix, env, nodeArgs, bin: opts.bin, node: opts.node }),
   );
   const sent = { events: 0 };
   const arrivals = new Arrivals();
@@ -328,6 +339,7 @@ async function runConfiguration(
   let http: Poster | undefined;
   const throughput: ThroughputRow[] = [];
   const latency: LatencyRow[] = [];
+  let chain: Chain | undefined;
   try {
     const urls = await Promise.all(roles.map((r) => r.url));
     await Promise.all(urls.map((u) => ready(u)));
@@ -344,6 +356,7 @@ async function runConfiguration(
     throughput.push(await throughputRow(ctx, "bullmq", "single", opts.events));
     throughput.push(await throughputRow(ctx, "bullmq", "batch", opts.events));
     latency.push(await latencyRow(ctx, "bullmq", opts.singles));
+    if (opts.timeline) chain = await chainRow(ctx, opts.singles, latency.at(-1)?.latency.p50);
     await receiver.close();
     receiver = httpReceiver(arrivals, { baseUrl: base, hostKey: HOST_KEY, concurrency: CONCURRENCY });
     await throughputRow(ctx, "http", "single", Math.min(opts.warmup, 500), true);
@@ -366,7 +379,19 @@ async function runConfiguration(
   }
   // read after the processes stopped: SIGTERM flushes the spans they still buffered
   const counts = otlp?.counts();
-  return { throughput, latency, spans: counts && { config, ...counts, events: sent.events }, profiles };
+  return { throughput, latency, spans: counts && { config, ...counts, events: sent.events }, profiles, chain };
+}
+
+/** --timeline: the BullMQ one-at-a-time row again, under a MONITOR connection (redis-timeline.ts). */
+async function chainRow(ctx: Context, m: number, unmonitoredP50: number | undefined): Promise<Chain> {
+  const timeline = new RedisTimeline(ctx.redisUrl);
+  await timeline.start();
+  try {
+    await latencyRow(ctx, "bullmq", m, timeline);
+  } finally {
+    await timeline.stop();
+  }
+  return { config: ctx.config, tracing: ctx.tracing, unmonitoredP50, ...timeline.summary() };
 }
 
 /** Every configuration against the Redis at `redisUrl` (its ceiling measured first). */
@@ -381,6 +406,7 @@ export async function blackbox(redisUrl: string, opts: BlackboxOptions): Promise
     const latency: LatencyRow[] = [];
     const spans: SpanCount[] = [];
     const profiles: ProcessProfile[] = [];
+    const chains: Chain[] = [];
     for (const config of opts.configs) {
       for (const tracing of opts.tracing) {
         const r = await runConfiguration(config, tracing, redisUrl, admin, ceiling.callsPerSec, opts);
@@ -388,6 +414,7 @@ export async function blackbox(redisUrl: string, opts: BlackboxOptions): Promise
         latency.push(...r.latency);
         if (r.spans) spans.push(r.spans);
         profiles.push(...r.profiles);
+        if (r.chain) chains.push(r.chain);
       }
     }
     const cores = availableParallelism();
@@ -395,6 +422,7 @@ export async function blackbox(redisUrl: string, opts: BlackboxOptions): Promise
       opts,
       product: productBuild(opts.bin),
       node: process.version,
+      productNode: opts.node ? nodeVersion(opts.node) : process.version,
       redis,
       cores,
       clkTck: clkTck(),
@@ -405,6 +433,7 @@ export async function blackbox(redisUrl: string, opts: BlackboxOptions): Promise
       latency,
       spans,
       ...(opts.profile ? { profiles } : {}),
+      ...(opts.timeline ? { chains } : {}),
     };
   } finally {
     await admin.quit();
@@ -431,6 +460,8 @@ export function blackboxOptions(args = parseArgs()): BlackboxOptions {
     profileInterval: args.number("profile-interval", 500),
     nodeArgs: args.string("node-args", "").split(/\s+/).filter(Boolean),
     bin: args.string("bin", "") || undefined,
+    node: args.string("node", "") || undefined,
+    timeline: args.flag("timeline"),
   };
 }
 

@@ -1,0 +1,211 @@
+/**
+ * The one-at-a-time chain as redis-server sees it (`--timeline` of bench:blackbox). The
+ * row's hops otherwise come from whole-ms marks the continuation carries; here a MONITOR
+ * connection records when Redis started each command (its own clock, µs), and the
+ * driver's send and invoke times (the same machine's clock) close the chain:
+ *
+ *   send → dedup         the producer's request reaches the API and its dedup step starts
+ *   dedup → accept       dedupEvents, its round trip, then acceptEvents starts
+ *   accept → add         acceptEvents (append, match), its reply, the 202, the dispatcher's
+ *                        hand-out, BullMQ's job add (its JavaScript), until its script starts
+ *   add → taken          the host worker is woken (marker), and the script that takes the job
+ *                        (its lock set: moveToActive, or a moveToFinished fetching the next) starts
+ *   taken → invoked      that script, its reply, the host worker until the processor is called
+ *
+ * MONITOR makes Redis format every command for one more client: the chain is slower under
+ * it, so it is measured on a row of its own (its send → invoked p50 printed beside it). The
+ * monitor is a `redis-cli monitor` process writing to a file, read after the row, so that
+ * its flood of lines takes nothing from the driver (the producer and the host worker).
+ * Scripts are named by their SHA1 (redis-breakdown.ts).
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { nameOf } from "./redis-breakdown.js";
+import { type Summary, summarize } from "./stats.js";
+import { fmt } from "./table.js";
+
+export const CHAIN_HOPS = ["send → dedup", "dedup → accept", "accept → add", "add → taken", "taken → invoked"] as const;
+export type ChainHop = (typeof CHAIN_HOPS)[number];
+
+/** When Redis started each step of one event's chain (epoch ms, µs precision). */
+interface Marks {
+  dedup?: number;
+  accept?: number;
+  add?: number;
+  taken?: number;
+  /** the script that took the job */
+  takenBy?: string;
+}
+
+/** One event of the row: its marks, and the driver's send and invoke times once it arrived. */
+interface Row {
+  marks: Marks;
+  sent?: number;
+  invoked?: number;
+}
+
+export interface ChainSummary {
+  events: number;
+  /** events whose four Redis marks were all seen */
+  complete: number;
+  hops: Record<ChainHop, Summary>;
+  /** send → invoked of the monitored row */
+  total: Summary;
+  /** the scripts that took the jobs, with counts */
+  takenBy: Record<string, number>;
+}
+
+/** The chain of one configuration's monitored row. */
+export type Chain = ChainSummary & { config: string; tracing: string; unmonitoredP50: number | undefined };
+
+export class RedisTimeline {
+  readonly #redisUrl: string;
+  #monitor: { child: ChildProcess; dir: string; file: string } | undefined;
+  /** events begun whose marks are not all seen yet (the lines are read after the row: all of them, at first) */
+  readonly #open: Array<{ eventId: string; waitId: string; marks: Marks }> = [];
+  /** the script running now: its start (ms) and name */
+  #script: { at: number; name: string } = { at: 0, name: "" };
+  readonly #rows: Row[] = [];
+
+  constructor(redisUrl: string) {
+    this.#redisUrl = redisUrl;
+  }
+
+  /** Starts `redis-cli monitor`, once it answered OK (it monitors from then on). */
+  async start(): Promise<void> {
+    const dir = mkdtempSync(join(tmpdir(), "rdv-timeline-"));
+    const file = join(dir, "monitor.txt");
+    const child = spawn("redis-cli", ["-u", this.#redisUrl, "monitor"], {
+      stdio: ["ignore", openSync(file, "w"), "inherit"],
+    });
+    this.#monitor = { child, dir, file };
+    const limit = Date.now() + 5000;
+    while (!readFileSync(file, "utf8").startsWith("OK")) {
+      if (Date.now() > limit || child.exitCode !== null) throw new Error("redis-cli monitor did not start");
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  /** The next event's ids, before it is sent; returns its row for `end`. */
+  begin(eventId: string, waitId: string): Row {
+    const row: Row = { marks: {} };
+    this.#rows.push(row);
+    this.#open.push({ eventId, waitId, marks: row.marks });
+    return row;
+  }
+
+  /** Its continuation arrived: `sent` and `invoked` are epoch ms of the driver's clock. */
+  end(row: Row, sent: number, invoked: number): void {
+    row.sent = sent;
+    row.invoked = invoked;
+  }
+
+  /** Stops the monitor (after the lines of the last event are written) and reads what it wrote. */
+  async stop(): Promise<void> {
+    const m = this.#monitor;
+    if (!m) return;
+    this.#monitor = undefined;
+    await new Promise((r) => setTimeout(r, 200));
+    const exited = new Promise((r) => m.child.once("exit", r));
+    m.child.kill("SIGTERM");
+    await exited;
+    try {
+      for (const line of readFileSync(m.file, "utf8").split("\n")) {
+        // 1796311525.945763 [0 127.0.0.1:35988] "evalsha" "…" …   (a script's commands: [0 lua])
+        const open = line.indexOf(" [");
+        const close = line.indexOf("] ", open);
+        if (open < 0 || close < 0) continue;
+        const source = line.slice(open + 2, close).split(" ")[1] ?? "";
+        const args = [...line.slice(close + 2).matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((x) => x[1] as string);
+        this.#line(Number(line.slice(0, open)) * 1000, args, source);
+      }
+    } finally {
+      rmSync(m.dir, { recursive: true, force: true });
+    }
+  }
+
+  #line(at: number, args: string[], source: string): void {
+    if (source !== "lua") {
+      const name = nameOf(args).name;
+      this.#script = { at, name };
+      const step =
+        name === "dedupEvents"
+          ? "dedup"
+          : name === "acceptEvents"
+            ? "accept"
+            : name === "bullmq addStandardJob"
+              ? "add"
+              : undefined;
+      if (!step) return;
+      for (const e of this.#open) {
+        // (an event key is packed length-prefixed: "12:e-…-1" is not found in "13:e-…-10")
+        const id = step === "add" ? e.waitId : `${e.eventId.length}:${e.eventId}`;
+        if (e.marks[step] === undefined && args.some((a) => a.includes(id))) e.marks[step] = at;
+      }
+      return;
+    }
+    // inside a script: the job's lock is set by the script that takes it
+    if (args[0]?.toUpperCase() !== "SET") return;
+    const i = this.#open.findIndex((e) => args[1]?.endsWith(`:${e.waitId}:lock`));
+    const e = this.#open[i];
+    if (!e || e.marks.taken !== undefined) return;
+    e.marks.taken = this.#script.at;
+    e.marks.takenBy = this.#script.name;
+    // (the last mark of an event's chain)
+    this.#open.splice(i, 1);
+  }
+
+  summary(): ChainSummary {
+    const hops = Object.fromEntries(CHAIN_HOPS.map((h) => [h, [] as number[]])) as Record<ChainHop, number[]>;
+    const takenBy: Record<string, number> = {};
+    let complete = 0;
+    for (const { marks: m, sent, invoked } of this.#rows) {
+      if (sent === undefined || invoked === undefined) continue;
+      if (m.dedup === undefined || m.accept === undefined || m.add === undefined || m.taken === undefined) continue;
+      complete++;
+      hops["send → dedup"].push(m.dedup - sent);
+      hops["dedup → accept"].push(m.accept - m.dedup);
+      hops["accept → add"].push(m.add - m.accept);
+      hops["add → taken"].push(m.taken - m.add);
+      hops["taken → invoked"].push(invoked - m.taken);
+      const by = m.takenBy ?? "?";
+      takenBy[by] = (takenBy[by] ?? 0) + 1;
+    }
+    return {
+      events: this.#rows.length,
+      complete,
+      hops: Object.fromEntries(CHAIN_HOPS.map((h) => [h, summarize(hops[h])])) as Record<ChainHop, Summary>,
+      total: summarize(
+        this.#rows.flatMap((r) => (r.sent !== undefined && r.invoked !== undefined ? [r.invoked - r.sent] : [])),
+      ),
+      takenBy,
+    };
+  }
+}
+
+/** The chain table: each hop's mean / p50 / p99 (ms), then what took the jobs. */
+export function printChain(c: Chain): void {
+  const label = `${c.config}, tracing ${c.tracing}`;
+  const unmonitoredP50 = c.unmonitoredP50;
+  const ms = (v: number) => v.toFixed(3);
+  console.log(
+    `\none at a time, the chain as Redis saw it (--timeline, MONITOR on; ${label}): ${fmt(c.complete)} of ${fmt(c.events)} events with every mark; ms`,
+  );
+  console.log(`${"hop".padEnd(16)}  ${"mean".padStart(6)}  ${"p50".padStart(6)}  ${"p99".padStart(6)}`);
+  for (const h of CHAIN_HOPS) {
+    const s = c.hops[h];
+    console.log(`${h.padEnd(16)}  ${ms(s.mean).padStart(6)}  ${ms(s.p50).padStart(6)}  ${ms(s.p99).padStart(6)}`);
+  }
+  const t = c.total;
+  console.log(
+    `${"send → invoked".padEnd(16)}  ${ms(t.mean).padStart(6)}  ${ms(t.p50).padStart(6)}  ${ms(t.p99).padStart(6)}`,
+  );
+  const taken = Object.entries(c.takenBy)
+    .map(([k, v]) => `${k} ${fmt(v)}`)
+    .join(", ");
+  console.log(
+    `jobs taken by: ${taken}; the same row without MONITOR: p50 ${unmonitoredP50 === undefined ? "?" : ms(unmonitoredP50)} ms`,
+  );
+}
