@@ -90,6 +90,8 @@ export async function main(): Promise<void> {
   const blackboxEvents = args.number("blackbox-events", quick ? 500 : 10_000);
   const blackboxSingles = args.number("blackbox-singles", quick ? 100 : 500);
   const blackboxTracing = args.string("blackbox-tracing", "off,on");
+  // the product processes' Node binary (the driver's by default)
+  const blackboxNode = args.string("blackbox-node", "");
   const shapeWaits = args.number("shape-waits", quick ? 2000 : 20_000);
   const batch = 100;
   const batchesInFlight = 4;
@@ -440,6 +442,7 @@ export async function main(): Promise<void> {
         String(blackboxSingles),
         "--tracing",
         blackboxTracing,
+        ...(blackboxNode ? ["--node", blackboxNode] : []),
       ];
       const r = await childBench<BlackboxResult>(
         "../blackbox.ts",
