@@ -19,7 +19,7 @@
  * Scripts are named by their SHA1 (redis-breakdown.ts).
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { nameOf } from "./redis-breakdown.js";
@@ -77,9 +77,9 @@ export class RedisTimeline {
   async start(): Promise<void> {
     const dir = mkdtempSync(join(tmpdir(), "rdv-timeline-"));
     const file = join(dir, "monitor.txt");
-    const child = spawn("redis-cli", ["-u", this.#redisUrl, "monitor"], {
-      stdio: ["ignore", openSync(file, "w"), "inherit"],
-    });
+    const out = openSync(file, "w");
+    const child = spawn("redis-cli", ["-u", this.#redisUrl, "monitor"], { stdio: ["ignore", out, "inherit"] });
+    closeSync(out);
     this.#monitor = { child, dir, file };
     const limit = Date.now() + 5000;
     while (!readFileSync(file, "utf8").startsWith("OK")) {
@@ -139,16 +139,25 @@ export class RedisTimeline {
               ? "add"
               : undefined;
       if (!step) return;
+      // one at a time, a step's line is the oldest open event's that lacks it: the first few are
+      // tried (one whose line went missing is passed over, not waited on for ever)
+      let tried = 0;
       for (const e of this.#open) {
+        if (e.marks[step] !== undefined) continue;
         // (an event key is packed length-prefixed: "12:e-…-1" is not found in "13:e-…-10")
         const id = step === "add" ? e.waitId : `${e.eventId.length}:${e.eventId}`;
-        if (e.marks[step] === undefined && args.some((a) => a.includes(id))) e.marks[step] = at;
+        if (args.some((a) => a.includes(id))) {
+          e.marks[step] = at;
+          break;
+        }
+        if (++tried === 4) break;
       }
       return;
     }
     // inside a script: the job's lock is set by the script that takes it
     if (args[0]?.toUpperCase() !== "SET") return;
-    const i = this.#open.findIndex((e) => args[1]?.endsWith(`:${e.waitId}:lock`));
+    const key = args[1] ?? "";
+    const i = this.#open.findIndex((e) => key.endsWith(`:${e.waitId}:lock`));
     const e = this.#open[i];
     if (!e || e.marks.taken !== undefined) return;
     e.marks.taken = this.#script.at;
