@@ -5,9 +5,11 @@
  * driver's send and invoke times (the same machine's clock) close the chain:
  *
  *   send → dedup         the producer's request reaches the API and its dedup step starts
- *   dedup → accept       dedupEvents, its round trip, then acceptEvents starts
+ *   dedup → accept       dedupEvents, its round trip, then acceptEvents starts (appendEvents
+ *                        where the matcher matches: the split roles, tracing on)
  *   accept → add         acceptEvents (append, match), its reply, the 202, the dispatcher's
  *                        hand-out, BullMQ's job add (its JavaScript), until its script starts
+ *                        (after appendEvents: the matcher's read and matchEvent come in between)
  *   add → taken          the host worker is woken (marker), and the script that takes the job
  *                        (its lock set: moveToActive, or a moveToFinished fetching the next) starts
  *   taken → invoked      that script, its reply, the host worker until the processor is called
@@ -133,7 +135,7 @@ export class RedisTimeline {
       const step =
         name === "dedupEvents"
           ? "dedup"
-          : name === "acceptEvents"
+          : name === "acceptEvents" || name === "appendEvents"
             ? "accept"
             : name === "bullmq addStandardJob"
               ? "add"
