@@ -322,7 +322,7 @@ export interface BenchRow {
 export function blackboxRows(r: BlackboxResult): BenchRow[] {
   const verdict = (ok: boolean) => (ok ? "PASS" : "MISS");
   // (a product run on another Node than the driver's says so on its first row)
-  const runtime = r.productNode && r.productNode !== r.node ? `; the product on Node ${r.productNode}` : "";
+  const runtime = r.productNode !== r.node ? `; the product on Node ${r.productNode}` : "";
   const rows: BenchRow[] = [
     {
       metric: `Redis ceiling: EVALSHA of HGET + HSET + XADD + ZREM, 64 in flight, calls/s${runtime}`,

@@ -26,24 +26,31 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { nameOf } from "./redis-breakdown.js";
 import { type Summary, summarize } from "./stats.js";
-import { fmt } from "./table.js";
+import { fmt, printTable } from "./table.js";
 
 export const CHAIN_HOPS = ["send → dedup", "dedup → accept", "accept → add", "add → taken", "taken → invoked"] as const;
 export type ChainHop = (typeof CHAIN_HOPS)[number];
 
-/** When Redis started each step of one event's chain (epoch ms, µs precision). */
-interface Marks {
+/** The script whose start marks each step of the chain before the job is taken (redis-breakdown's names). */
+const STEP_OF: Record<string, "dedup" | "accept" | "add"> = {
+  dedupEvents: "dedup",
+  acceptEvents: "accept",
+  appendEvents: "accept",
+  "bullmq addStandardJob": "add",
+};
+
+/**
+ * One event of the row: its ids, when Redis started each step of its chain (epoch ms, µs
+ * precision; `taken` with the script that took the job), and the driver's send and invoke
+ * times once it arrived.
+ */
+interface Row {
+  eventId: string;
+  waitId: string;
   dedup?: number;
   accept?: number;
   add?: number;
-  taken?: number;
-  /** the script that took the job */
-  takenBy?: string;
-}
-
-/** One event of the row: its marks, and the driver's send and invoke times once it arrived. */
-interface Row {
-  marks: Marks;
+  taken?: { at: number; by: string };
   sent?: number;
   invoked?: number;
 }
@@ -65,8 +72,8 @@ export type Chain = ChainSummary & { config: string; tracing: string; unmonitore
 export class RedisTimeline {
   readonly #redisUrl: string;
   #monitor: { child: ChildProcess; dir: string; file: string } | undefined;
-  /** events begun whose marks are not all seen yet (the lines are read after the row: all of them, at first) */
-  readonly #open: Array<{ eventId: string; waitId: string; marks: Marks }> = [];
+  /** events begun whose job was not seen taken yet (the lines are read after the row: all of them, at first) */
+  readonly #open: Row[] = [];
   /** the script running now: its start (ms) and name */
   #script: { at: number; name: string } = { at: 0, name: "" };
   readonly #rows: Row[] = [];
@@ -92,9 +99,9 @@ export class RedisTimeline {
 
   /** The next event's ids, before it is sent; returns its row for `end`. */
   begin(eventId: string, waitId: string): Row {
-    const row: Row = { marks: {} };
+    const row: Row = { eventId, waitId };
     this.#rows.push(row);
-    this.#open.push({ eventId, waitId, marks: row.marks });
+    this.#open.push(row);
     return row;
   }
 
@@ -132,24 +139,17 @@ export class RedisTimeline {
     if (source !== "lua") {
       const name = nameOf(args).name;
       this.#script = { at, name };
-      const step =
-        name === "dedupEvents"
-          ? "dedup"
-          : name === "acceptEvents" || name === "appendEvents"
-            ? "accept"
-            : name === "bullmq addStandardJob"
-              ? "add"
-              : undefined;
+      const step = STEP_OF[name];
       if (!step) return;
       // one at a time, a step's line is the oldest open event's that lacks it: the first few are
       // tried (one whose line went missing is passed over, not waited on for ever)
       let tried = 0;
       for (const e of this.#open) {
-        if (e.marks[step] !== undefined) continue;
+        if (e[step] !== undefined) continue;
         // (an event key is packed length-prefixed: "12:e-…-1" is not found in "13:e-…-10")
         const id = step === "add" ? e.waitId : `${e.eventId.length}:${e.eventId}`;
         if (args.some((a) => a.includes(id))) {
-          e.marks[step] = at;
+          e[step] = at;
           break;
         }
         if (++tried === 4) break;
@@ -161,9 +161,8 @@ export class RedisTimeline {
     const key = args[1] ?? "";
     const i = this.#open.findIndex((e) => key.endsWith(`:${e.waitId}:lock`));
     const e = this.#open[i];
-    if (!e || e.marks.taken !== undefined) return;
-    e.marks.taken = this.#script.at;
-    e.marks.takenBy = this.#script.name;
+    if (!e) return;
+    e.taken = { at: this.#script.at, by: this.#script.name };
     // (the last mark of an event's chain)
     this.#open.splice(i, 1);
   }
@@ -172,17 +171,16 @@ export class RedisTimeline {
     const hops = Object.fromEntries(CHAIN_HOPS.map((h) => [h, [] as number[]])) as Record<ChainHop, number[]>;
     const takenBy: Record<string, number> = {};
     let complete = 0;
-    for (const { marks: m, sent, invoked } of this.#rows) {
+    for (const { dedup, accept, add, taken, sent, invoked } of this.#rows) {
       if (sent === undefined || invoked === undefined) continue;
-      if (m.dedup === undefined || m.accept === undefined || m.add === undefined || m.taken === undefined) continue;
+      if (dedup === undefined || accept === undefined || add === undefined || taken === undefined) continue;
       complete++;
-      hops["send → dedup"].push(m.dedup - sent);
-      hops["dedup → accept"].push(m.accept - m.dedup);
-      hops["accept → add"].push(m.add - m.accept);
-      hops["add → taken"].push(m.taken - m.add);
-      hops["taken → invoked"].push(invoked - m.taken);
-      const by = m.takenBy ?? "?";
-      takenBy[by] = (takenBy[by] ?? 0) + 1;
+      hops["send → dedup"].push(dedup - sent);
+      hops["dedup → accept"].push(accept - dedup);
+      hops["accept → add"].push(add - accept);
+      hops["add → taken"].push(taken.at - add);
+      hops["taken → invoked"].push(invoked - taken.at);
+      takenBy[taken.by] = (takenBy[taken.by] ?? 0) + 1;
     }
     return {
       events: this.#rows.length,
@@ -198,25 +196,16 @@ export class RedisTimeline {
 
 /** The chain table: each hop's mean / p50 / p99 (ms), then what took the jobs. */
 export function printChain(c: Chain): void {
-  const label = `${c.config}, tracing ${c.tracing}`;
-  const unmonitoredP50 = c.unmonitoredP50;
   const ms = (v: number) => v.toFixed(3);
-  console.log(
-    `\none at a time, the chain as Redis saw it (--timeline, MONITOR on; ${label}): ${fmt(c.complete)} of ${fmt(c.events)} events with every mark; ms`,
-  );
-  console.log(`${"hop".padEnd(16)}  ${"mean".padStart(6)}  ${"p50".padStart(6)}  ${"p99".padStart(6)}`);
-  for (const h of CHAIN_HOPS) {
-    const s = c.hops[h];
-    console.log(`${h.padEnd(16)}  ${ms(s.mean).padStart(6)}  ${ms(s.p50).padStart(6)}  ${ms(s.p99).padStart(6)}`);
-  }
-  const t = c.total;
-  console.log(
-    `${"send → invoked".padEnd(16)}  ${ms(t.mean).padStart(6)}  ${ms(t.p50).padStart(6)}  ${ms(t.p99).padStart(6)}`,
+  const row = (name: string, x: Summary) => [name, ms(x.mean), ms(x.p50), ms(x.p99)];
+  printTable(
+    `one at a time, the chain as Redis saw it (--timeline, MONITOR on; ${c.config}, tracing ${c.tracing}): ${fmt(c.complete)} of ${fmt(c.events)} events with every mark; ms`,
+    ["hop", "mean", "p50", "p99"],
+    [...CHAIN_HOPS.map((h) => row(h, c.hops[h])), row("send → invoked", c.total)],
   );
   const taken = Object.entries(c.takenBy)
     .map(([k, v]) => `${k} ${fmt(v)}`)
     .join(", ");
-  console.log(
-    `jobs taken by: ${taken}; the same row without MONITOR: p50 ${unmonitoredP50 === undefined ? "?" : ms(unmonitoredP50)} ms`,
-  );
+  const unmonitored = c.unmonitoredP50 === undefined ? "?" : ms(c.unmonitoredP50);
+  console.log(`jobs taken by: ${taken}; the same row without MONITOR: p50 ${unmonitored} ms`);
 }
