@@ -37,7 +37,7 @@ import {
   type TraceSpan,
 } from "@rendezvous/engine";
 import { continuationQueueName, continuationQueueOf, type Wait } from "@rendezvous/protocol";
-import { Queue } from "bullmq";
+import { type JobsOptions, Queue } from "bullmq";
 import { WEBHOOK_QUEUE, WebhookDeliveries } from "./webhooks.js";
 
 /** Queue of a tenant's continuations (docs/api.md, Continuations): defined by @rendezvous/protocol, re-exported here. */
@@ -59,7 +59,7 @@ export interface DispatcherOptions {
   webhookBackoffMs?: number;
   /** request timeout @defaultValue 10000 */
   webhookTimeoutMs?: number;
-  /** most outbox entries handed out in one step (`addBulk` per queue, then `annotateMany` with the `XACK`) @defaultValue 50 */
+  /** most outbox entries handed out in one step (jobs added per queue, then `annotateMany` with the `XACK`) @defaultValue 50 */
   step?: number;
   /**
    * rest after a full step, as a multiple of its duration (at most 50 ms), steps one at
@@ -80,6 +80,27 @@ interface Handout {
   queue: string;
   trace: TraceCarrier | undefined;
   span: TraceSpan | undefined;
+}
+
+/**
+ * Steps of fewer jobs than this add them one by one. BullMQ's `addBulk` builds an ioredis
+ * pipeline, and a pipeline copies every script its connection defines onto itself:
+ * BullMQ's 64, ~40 µs. Measured against a real redis-server (docs/performance.md,
+ * ninth round): one job 130–140 µs of CPU by `addBulk`, 58–60 by `add`; four jobs about
+ * even; fifty 26–28 µs per job by `addBulk`, 31 by `add`.
+ */
+const BULK_FROM = 5;
+
+interface JobToAdd {
+  name: string;
+  data: unknown;
+  opts: JobsOptions;
+}
+
+/** Adds jobs to a queue, each idempotent by its job id: one command each, or one pipeline from BULK_FROM on. */
+function addJobs(queue: Queue, jobs: JobToAdd[]): Promise<unknown> {
+  if (jobs.length >= BULK_FROM) return queue.addBulk(jobs);
+  return Promise.all(jobs.map((job) => queue.add(job.name, job.data, job.opts)));
 }
 
 /** The job options' telemetry of a trace context (none without one). */
@@ -219,7 +240,8 @@ export class Dispatcher {
     }
     // the continuation jobs of every queue and the webhook deliveries in one round trip
     const adds = [...byQueue].map(([name, list]) =>
-      this.queue(name).addBulk(
+      addJobs(
+        this.queue(name),
         list.map(({ wait, trace }) => ({
           name: "continuation",
           data: wait,
@@ -235,7 +257,8 @@ export class Dispatcher {
     );
     if (hooks.length > 0) {
       adds.push(
-        this.queue(WEBHOOK_QUEUE).addBulk(
+        addJobs(
+          this.queue(WEBHOOK_QUEUE),
           hooks.map(({ wait, trace }) => ({
             name: "webhook",
             data: { tenant: wait.tenant, waitId: wait.id },

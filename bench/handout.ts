@@ -1,0 +1,156 @@
+/**
+ * bench:handout — the client-side cost of the ways the dispatcher can talk to Redis,
+ * one by one, against a private redis-server (AOF off: the client is measured), next
+ * to the resolve-path ceiling measured first on the same server:
+ *
+ * - a continuation job (Wait-sized data, the dispatcher's options) added by BullMQ's
+ *   `addBulk` or by `add` per job, in steps of 1, 2, 4, 8, 16 and 50 jobs, one step at a time;
+ * - two commands (an HSET and an XACK: the annotation and the ack) sent by an ioredis
+ *   pipeline or straight on the connection in one socket write;
+ * - a time as ISO text by `Date.prototype.toISOString` or by the engine's `iso`.
+ *
+ * The process's CPU (user + sys) and wall time per job or per step; rounds alternate
+ * the two ways, medians printed. Usage: npm run bench:handout [-- --rounds 5] [-- --quick]
+ */
+import { iso } from "@rendezvous/engine";
+import { Queue } from "bullmq";
+import { Redis } from "ioredis";
+import { parseArgs } from "./lib/args.js";
+import { measureCeiling, RESOLVE_CEILING } from "./lib/ceiling.js";
+import { startBenchRedis } from "./lib/redis.js";
+import { fmt, printTable } from "./lib/table.js";
+
+const args = parseArgs();
+const quick = args.flag("quick");
+const rounds = args.number("rounds", quick ? 2 : 5);
+const jobsPerCase = quick ? 600 : 2_000;
+
+const server = await startBenchRedis(10 * 60_000);
+const ceiling = await measureCeiling(server.url, quick ? 1 : 3, 64, RESOLVE_CEILING);
+const conn = new Redis(server.url, { maxRetriesPerRequest: null });
+const queue = new Queue("continuations.acme", { connection: conn, prefix: "bench" });
+await queue.waitUntilReady();
+
+const WAIT = {
+  tenant: "acme",
+  runId: "run-cfb5ebf1-ba90-4dec-82f7-a02bf6dc211d",
+  position: "step-3#1",
+  eventType: "order.paid",
+  correlationId: "ord_560283408910",
+  state: "resolved",
+  createdAt: "2026-12-03T17:00:00.000Z",
+  deadline: "2026-12-03T18:00:00.000Z",
+  since: null,
+  resolution: {
+    kind: "event",
+    at: "2026-12-03T17:00:01.000Z",
+    event: { producer: "payments", eventId: "evt-1", acceptedAt: "2026-12-03T17:00:01.000Z", streamId: "1-0" },
+    payload: { amount: 1299, currency: "EUR", captured: true },
+  },
+  metadata: null,
+};
+let next = 0;
+const job = () => {
+  const id = `w${next++}.bench`;
+  return {
+    name: "continuation",
+    data: { ...WAIT, id },
+    opts: { jobId: id, removeOnComplete: { age: 86_400 }, removeOnFail: { age: 604_800 } },
+  };
+};
+
+/** CPU and wall µs per unit of `units` units run in steps by `step`. */
+async function measure(units: number, perStep: number, step: () => Promise<unknown>): Promise<[number, number]> {
+  const cpu = process.cpuUsage();
+  const t0 = performance.now();
+  for (let done = 0; done < units; done += perStep) await step();
+  const used = process.cpuUsage(cpu);
+  return [(used.user + used.system) / units, ((performance.now() - t0) * 1000) / units];
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+
+interface Case {
+  name: string;
+  unit: string;
+  units: number;
+  perStep: number;
+  ways: Record<string, () => Promise<unknown>>;
+}
+const cases: Case[] = [1, 2, 4, 8, 16, 50].map((size) => ({
+  name: `continuation jobs, steps of ${size}`,
+  unit: "job",
+  units: Math.max(jobsPerCase, size * 20),
+  perStep: size,
+  ways: {
+    addBulk: () => queue.addBulk(Array.from({ length: size }, job)),
+    add: () => Promise.all(Array.from({ length: size }, job).map((j) => queue.add(j.name, j.data, j.opts))),
+  },
+}));
+await conn.xgroup("CREATE", "{bench}:s", "g", "$", "MKSTREAM");
+cases.push({
+  name: "HSET + XACK in one round trip",
+  unit: "step",
+  units: jobsPerCase,
+  perStep: 1,
+  ways: {
+    pipeline: () => conn.pipeline().hset("{bench}:h", `f${next++}`, "v").xack("{bench}:s", "g", "1-1").exec(),
+    connection: () => {
+      conn.stream.cork();
+      const both = Promise.all([conn.hset("{bench}:h", `f${next++}`, "v"), conn.xack("{bench}:s", "g", "1-1")]);
+      setImmediate(() => conn.stream.uncork());
+      return both;
+    },
+  },
+});
+const base = Date.UTC(2026, 11, 3, 17);
+const TIMES = 200_000;
+cases.push({
+  name: `a time as ISO text (${TIMES.toLocaleString("en")} per step)`,
+  unit: "time",
+  units: TIMES * 5,
+  perStep: TIMES,
+  ways: {
+    toISOString: async () => {
+      for (let i = 0; i < TIMES; i++) new Date(base + i * 7).toISOString();
+    },
+    iso: async () => {
+      for (let i = 0; i < TIMES; i++) iso(base + i * 7);
+    },
+  },
+});
+
+const rows: (string | number)[][] = [];
+for (const c of cases) {
+  const results = new Map<string, [number[], number[]]>(Object.keys(c.ways).map((w) => [w, [[], []]]));
+  for (let r = 0; r < rounds; r++) {
+    for (const [way, step] of Object.entries(c.ways)) {
+      const [cpu, wall] = await measure(c.units, c.perStep, step);
+      results.get(way)?.[0].push(cpu);
+      results.get(way)?.[1].push(wall);
+    }
+  }
+  for (const [way, [cpu, wall]] of results) {
+    rows.push([
+      c.name,
+      way,
+      fmt(median(cpu), c.unit === "time" ? 3 : 1),
+      fmt(median(wall), c.unit === "time" ? 3 : 1),
+      c.unit,
+    ]);
+  }
+}
+printTable(
+  `The hand-out's client side, medians of ${rounds} rounds (ceiling: ${Math.round(ceiling.callsPerSec).toLocaleString("en")} resolve-path calls/s on this server, 64 in flight; load average ${(
+    await import("node:os")
+  )
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" / ")})`,
+  ["case", "way", "CPU µs per unit", "wall µs per unit", "unit"],
+  rows,
+);
+await queue.close();
+conn.disconnect();
+process.kill(server.pid, "SIGKILL");
+process.exit(0);
