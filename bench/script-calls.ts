@@ -149,7 +149,7 @@ async function main(): Promise<void> {
           }
           const commands: BatchCommand[] = Array.from({ length: size }, (_, i) => {
             const c = call(i);
-            return { key: c.keys[0] ?? null, add: (pipeline) => v.run(pipeline, c) };
+            return { key: c.keys[0] ?? null, add: (pipeline) => void v.run(pipeline, c) };
           });
           const replies = await execBatch(v.redis, commands);
           for (const [err] of replies) if (err) throw err;

@@ -1,12 +1,10 @@
 /**
- * Batches of commands in one round trip that are safe on a Redis Cluster. A pipeline
- * over several partitions touches several slots, which a cluster refuses (or, spread
- * over nodes, cannot retry as one). On a single Redis `execBatch` sends the commands
- * straight on the connection, one socket write (coalesceWrites): what a pipeline sends,
- * without building one (an ioredis pipeline costs ~10 µs of CPU more per batch,
- * docs/performance.md, ninth round). On a cluster it splits them by hash tag (one tag =
- * one slot, so one partition) into pipelines run concurrently: still about one round
- * trip, each group retried on its own through MOVED/failover. Replies come back in the
+ * Pipelines that are safe on a Redis Cluster. A pipeline over several partitions
+ * touches several slots, which a cluster refuses (or, spread over nodes, cannot
+ * retry as one). `execBatch` keeps ONE pipeline — one round trip — on a single
+ * Redis, and on a cluster splits the commands by hash tag (one tag = one slot, so
+ * one partition) and runs the groups concurrently: still about one round trip,
+ * each group retried on its own through MOVED/failover. Replies come back in the
  * order the commands were given.
  */
 import type { ChainableCommander } from "ioredis";
@@ -16,11 +14,6 @@ import { coalesceWrites, isCluster, type RedisLike } from "./redis.js";
 export interface BatchCommand {
   /** a key of the command (its hash tag picks the slot); null = no key (goes with any group) */
   key: string | null;
-  /**
-   * Issues the command on `pipeline` and returns what that call returns. On a single
-   * Redis `pipeline` is the connection itself, whose commands take the same arguments
-   * and return their reply's promise.
-   */
   add(pipeline: ChainableCommander): unknown;
 }
 
@@ -44,17 +37,12 @@ async function run(redis: RedisLike, commands: BatchCommand[]): Promise<BatchRep
   return ((await pipeline.exec()) ?? []) as BatchReply[];
 }
 
-const ok = (value: unknown): BatchReply => [null, value];
-const failed = (err: Error): BatchReply => [err, null];
-
-/** Runs commands in one socket write (single Redis) or one pipeline per slot, concurrently (cluster). */
+/** Runs commands in one pipeline (single Redis) or one pipeline per slot, concurrently (cluster). */
 export async function execBatch(redis: RedisLike, commands: BatchCommand[]): Promise<BatchReply[]> {
   if (commands.length === 0) return [];
   if (!isCluster(redis)) {
     coalesceWrites(redis);
-    // the connection in a pipeline's place (BatchCommand.add): each command answers its own promise
-    const connection = redis as unknown as ChainableCommander;
-    return Promise.all(commands.map((c) => (c.add(connection) as Promise<unknown>).then(ok, failed)));
+    return run(redis, commands);
   }
   const groups = new Map<string, number[]>();
   const keyless: number[] = [];

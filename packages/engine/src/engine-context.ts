@@ -10,7 +10,7 @@ import { type BatchCommand, type BatchReply, execBatch } from "./batch.js";
 import type { Config } from "./config.js";
 import type { KeyLayout, PartitionKeys } from "./keys.js";
 import { type CountDelta, Quotas } from "./quotas.js";
-import type { RedisLike } from "./redis.js";
+import { isCluster, type RedisLike } from "./redis.js";
 import { asReply, type Reply } from "./transitions/replies.js";
 import { type Commander, runScript, type ScriptCall } from "./transitions/run.js";
 
@@ -31,7 +31,20 @@ export type StoreConfig = Pick<
 >;
 
 function command(call: ScriptCall): BatchCommand {
-  return { key: call.keys[0] ?? null, add: (pipeline) => runScript(pipeline as Commander, call) };
+  return { key: call.keys[0] ?? null, add: (pipeline) => void runScript(pipeline as Commander, call) };
+}
+
+const ok = (value: unknown): BatchReply => [null, value];
+const failed = (err: Error): BatchReply => [err, null];
+
+/**
+ * Scripts in one round trip. On a single Redis they go straight on the connection
+ * (coalesceWrites makes them one socket write, as a pipeline would be, without
+ * building one); on a cluster, execBatch's pipelines per slot.
+ */
+function runCalls(redis: RedisLike, calls: ScriptCall[]): Promise<BatchReply[]> {
+  if (isCluster(redis)) return execBatch(redis, calls.map(command));
+  return Promise.all(calls.map((call) => runScript(redis, call).then(ok, failed)));
 }
 
 export class EngineContext {
@@ -82,7 +95,10 @@ export class EngineContext {
   async runAll(calls: ScriptCall[], after: BatchCommand[] = []): Promise<Reply[]> {
     if (calls.length === 0 && after.length === 0) return [];
     if (calls.length === 1 && after.length === 0) return [await this.run(calls[0] as ScriptCall)];
-    const results = await execBatch(this.redis, [...calls.map(command), ...after]);
+    const results =
+      after.length === 0
+        ? await runCalls(this.redis, calls)
+        : await execBatch(this.redis, [...calls.map(command), ...after]);
     for (const [err] of results) if (err) throw err;
     return calls.map((call, i) => asReply(results[i]?.[1], call.script));
   }
@@ -101,7 +117,7 @@ export class EngineContext {
         return [err instanceof Error ? err : new Error(String(err))];
       }
     }
-    const results = await execBatch(this.redis, calls.map(command));
+    const results = await runCalls(this.redis, calls);
     return calls.map((call, i) => {
       const [err, value] = results[i] ?? [new Error("no reply"), undefined];
       return err ? err : asReply(value, call.script);
@@ -136,7 +152,7 @@ export class EngineContext {
       for (let from = 0; from < members.length; from += most) entries.push([k, members.slice(from, from + most)]);
     }
     const calls = entries.map(([k, members]) => call(k, members));
-    const results = await execBatch(this.redis, calls.map(command));
+    const results = await runCalls(this.redis, calls);
     // one value per item index (a sparse array: items not in `indices` stay empty)
     const out: T[] = [];
     let failed: Error | undefined;
