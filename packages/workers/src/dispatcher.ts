@@ -85,9 +85,9 @@ interface Handout {
 /**
  * Steps of fewer jobs than this add them one by one. BullMQ's `addBulk` builds an ioredis
  * pipeline, and a pipeline copies every script its connection defines onto itself:
- * BullMQ's 64, ~40 µs. Measured against a real redis-server (docs/performance.md,
- * ninth round): one job 130–140 µs of CPU by `addBulk`, 58–60 by `add`; four jobs about
- * even; fifty 26–28 µs per job by `addBulk`, 31 by `add`.
+ * BullMQ's 64, ~40 µs. Measured against a real redis-server (`npm run bench:handout`,
+ * docs/performance.md, ninth round): one job 199 µs of CPU by `addBulk`, 110 by `add`;
+ * about even at four to eight jobs; fifty 25 µs per job by `addBulk`, 32 by `add`.
  */
 const BULK_FROM = 5;
 
