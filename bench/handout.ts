@@ -19,6 +19,8 @@ import { Redis } from "ioredis";
 import { parseArgs } from "./lib/args.js";
 import { measureCeiling, RESOLVE_CEILING } from "./lib/ceiling.js";
 import { startBenchRedis } from "./lib/redis.js";
+import { load } from "./lib/setup.js";
+import { summarize } from "./lib/stats.js";
 import { fmt, printTable } from "./lib/table.js";
 
 const args = parseArgs();
@@ -69,7 +71,7 @@ async function measure(units: number, perStep: number, step: () => Promise<unkno
   return [(used.user + used.system) / units, ((performance.now() - t0) * 1000) / units];
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+const median = (xs: number[]) => summarize(xs).p50;
 
 interface Case {
   name: string;
@@ -144,12 +146,7 @@ for (const c of cases) {
   }
 }
 printTable(
-  `The hand-out's client side, medians of ${rounds} rounds (ceiling: ${Math.round(ceiling.callsPerSec).toLocaleString("en")} resolve-path calls/s on this server, 64 in flight; load average ${(
-    await import("node:os")
-  )
-    .loadavg()
-    .map((l) => l.toFixed(2))
-    .join(" / ")})`,
+  `The hand-out's client side, medians of ${rounds} rounds (ceiling: ${Math.round(ceiling.callsPerSec).toLocaleString("en")} resolve-path calls/s on this server, 64 in flight; load average ${load()})`,
   ["case", "way", "CPU µs per unit", "wall µs per unit", "unit"],
   rows,
 );

@@ -37,8 +37,9 @@ export class Stages {
         } finally {
           const t1 = performance.now();
           s.calls++;
+          // a call's items: its array argument's length, else the call is one item (`Queue.add`)
           const list = args.find(Array.isArray);
-          if (list) s.items += list.length;
+          s.items += list ? list.length : 1;
           s.totalMs += t1 - t0;
           s.maxMs = Math.max(s.maxMs, t1 - t0);
           if (--s.inFlight === 0) s.busyMs += t1 - s.busySince;

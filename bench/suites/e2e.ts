@@ -426,6 +426,7 @@ export async function main(): Promise<void> {
   stages.wrap("matcher: XACK", matcher.loop, "ack");
   stages.wrap("dispatcher: getWaits (1 pipelined round trip)", dispatcherRes.store, "getWaits");
   stages.wrap("dispatcher: addBulk (BullMQ, 1 pipeline)", dispatcher.queue(QUEUE), "addBulk");
+  stages.wrap("dispatcher: add (BullMQ, steps of fewer than 5 jobs)", dispatcher.queue(QUEUE), "add");
   stages.wrap("dispatcher: annotate (1 script per wait)", dispatcherRes.store, "annotate");
   stages.wrap("dispatcher: XACK", dispatcher.loop, "ack");
 

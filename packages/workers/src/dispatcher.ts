@@ -37,7 +37,7 @@ import {
   type TraceSpan,
 } from "@rendezvous/engine";
 import { continuationQueueName, continuationQueueOf, type Wait } from "@rendezvous/protocol";
-import { type JobsOptions, Queue } from "bullmq";
+import { Queue } from "bullmq";
 import { WEBHOOK_QUEUE, WebhookDeliveries } from "./webhooks.js";
 
 /** Queue of a tenant's continuations (docs/api.md, Continuations): defined by @rendezvous/protocol, re-exported here. */
@@ -91,11 +91,8 @@ interface Handout {
  */
 const BULK_FROM = 5;
 
-interface JobToAdd {
-  name: string;
-  data: unknown;
-  opts: JobsOptions;
-}
+/** A job as BullMQ's `addBulk` takes it. */
+type JobToAdd = Parameters<Queue["addBulk"]>[0][number];
 
 /** Adds jobs to a queue, each idempotent by its job id: one command each, or one pipeline from BULK_FROM on. */
 function addJobs(queue: Queue, jobs: JobToAdd[]): Promise<unknown> {

@@ -2,7 +2,8 @@
  * ISO-8601 UTC with milliseconds: how every stored time reads in the API, the same text
  * as `Date.prototype.toISOString`. A Wait carries half a dozen times and the dispatcher
  * writes one per resolution, so the date part is kept per day and the time of day is
- * written by arithmetic: ~75 ns against toISOString's ~420 in a loop (docs/performance.md, ninth round).
+ * written by arithmetic: ~70 ns against toISOString's ~410 in a loop (`npm run bench:handout`,
+ * docs/performance.md, ninth round).
  */
 export function iso(ms: number): string {
   // events of one batch share their milliseconds: reuse the last answer
