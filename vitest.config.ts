@@ -26,6 +26,7 @@ const alias = {
  */
 const ON_CLUSTER = [
   "packages/engine/test/transitions.test.ts",
+  "packages/engine/test/parked-deadlines.test.ts",
   "packages/engine/test/shapes.test.ts",
   "packages/engine/test/deliver.test.ts",
   "packages/engine/test/tokens.test.ts",

@@ -92,11 +92,16 @@ export async function registerWaits(
   return { waits, seconds: (performance.now() - t0) / 1000 };
 }
 
+/** Deadlines indexed: the deadline indexes' entries and the parked ones (16 bytes each in their slot strings). */
 async function pendingDeadlines(res: Resources): Promise<number> {
-  const pipeline = res.redis.pipeline();
-  for (const p of res.store.keys.allPartitions()) pipeline.zcard(res.store.keys.partition(p).deadlines);
-  const results = (await pipeline.exec()) ?? [];
-  return results.reduce((s, [, n]) => s + Number(n ?? 0), 0);
+  let n = 0;
+  for (const p of res.store.keys.allPartitions()) {
+    const k = res.store.keys.partition(p);
+    n += await res.redis.zcard(k.deadlines);
+    for (const slot of await res.redis.zrange(k.parked, "0", "-1"))
+      n += (await res.redis.strlen(`${k.parked}:${slot}`)) / 16;
+  }
+  return n;
 }
 
 function topCommands(w: Window, n = 8): Array<Array<string | number>> {
@@ -245,7 +250,7 @@ export interface MemoryCase {
   jobs: number;
   /** MEMORY USAGE per key kind (suffix), summed over partitions */
   byKind: Record<string, { keys: number; bytes: number }>;
-  /** MEMORY USAGE of :w + :iw + :dl + :r, summed */
+  /** MEMORY USAGE of :w + :iw + :dl + :dp + :dp:<slot> + :r, summed */
   crossCheck: number;
   queueKeysBytes: number;
   jobBytes?: number;
@@ -265,11 +270,13 @@ async function sampleWait(res: Resources, r: Redis, waitId: string): Promise<Rec
     "w field (wait id) bytes": waitId.length,
     "w value (wait record JSON) bytes": record.length,
     "iw member bytes": iw?.length ?? 0,
-    "dl member bytes": waitId.length,
+    "deadline entry bytes":
+      (await r.zscore(k.deadlines, waitId)) === null ? "16 (parked)" : `${waitId.length} (:dl member)`,
     "r member bytes": run?.length ?? 0,
     "w encoding": await enc(k.waits),
     "iw encoding": await enc(k.waiting),
     "dl encoding": await enc(k.deadlines),
+    "dp (parked slots) encoding": await enc(k.parked),
     "r encoding": runKeys[0] ? await enc(runKeys[0]) : "-",
     "wait record": record,
     "r member": run ?? "",
@@ -280,7 +287,8 @@ async function byKind(redis: Redis, prefix: string): Promise<Record<string, { ke
   const out: Record<string, { keys: number; bytes: number }> = {};
   const keys = await scanKeys(redis, `{${prefix}:p*}:*`);
   for (const key of keys) {
-    const kind = key.slice(key.indexOf("}") + 1);
+    // (the parked slots' strings, ":dp:<slot start>", as one kind)
+    const kind = key.slice(key.indexOf("}") + 1).replace(/^:dp:\d+$/, ":dp:<slot>");
     const bytes = await memoryUsage(redis, [key]);
     const k = out[kind] ?? { keys: 0, bytes: 0 };
     out[kind] = k;
@@ -337,7 +345,11 @@ export async function memoryCase(
   const reg = await registerWaits(res, opts.waits, opts.inFlight, when, async (w) => {
     if (mode !== "dense") await scheduler.schedule([{ deadline: w.deadline }]);
   });
-  if (mode === "dense") await scheduler.schedule(reg.waits.map((w) => ({ deadline: w.deadline })));
+  if (mode === "dense") {
+    await scheduler.schedule(reg.waits.map((w) => ({ deadline: w.deadline })));
+    // the window within the sweep's reach: its parked deadlines are in the deadline index then
+    await res.store.promoteMany(res.store.keys.allPartitions(), 2 * 3_600_000, 1000);
+  }
   if (mode === "far") await scheduler.sweep(); // what the sweeper would add for them: nothing, beyond the lookahead
   const pending = await pendingDeadlines(res);
   if (pending !== opts.waits) throw new Error(`memory ${label}: ${pending} pending, expected ${opts.waits}`);
@@ -346,7 +358,7 @@ export async function memoryCase(
   await sleep(200);
   const after = await usedMemory(admin);
   const kinds = await byKind(admin, prefix);
-  const crossCheck = ["w", "iw", "dl", "r"].reduce((s, k) => s + (kinds[`:${k}`]?.bytes ?? 0), 0);
+  const crossCheck = ["w", "iw", "dl", "dp", "dp:<slot>", "r"].reduce((s, k) => s + (kinds[`:${k}`]?.bytes ?? 0), 0);
   const queueKeys = await scanKeys(admin, `${prefix}:timeouts:*`);
   const queueKeysBytes = await memoryUsage(admin, queueKeys);
   const result: MemoryCase = {
@@ -525,7 +537,7 @@ export async function main(): Promise<void> {
         "",
         "bucket jobs",
         "jobs/wait",
-        "MEMORY USAGE :w+:iw+:dl+:r per wait",
+        "MEMORY USAGE :w+:iw+:dl+:dp+:r per wait",
         "queue keys/wait",
       ],
       cases.map((c) => [

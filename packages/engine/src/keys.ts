@@ -16,8 +16,17 @@ export interface PartitionKeys {
   readonly waiting: string;
   /** lex zset "<mk><waitId>" of settled waits, kept for late events */
   readonly done: string;
-  /** zset waitId scored by deadline (source of truth for timeouts) */
+  /**
+   * zset waitId scored by deadline: with the parked slots, the source of truth for
+   * timeouts (the scheduler acts on this one; it promotes parked slots into it)
+   */
   readonly deadlines: string;
+  /**
+   * zset of the parked deadline slots (member = score = slot start); each slot's waits
+   * are the string "<parked>:<slot start>" of their 16-character wait id bodies
+   * (lua/includes/parked-deadlines.lua): far deadlines, ~16 bytes per wait
+   */
+  readonly parked: string;
   /** lex zset "<mk><padded stream id><eventKey>" of buffered events */
   readonly inbox: string;
   /** hash event key → event record and dedup record (fields: formats/event-record.ts) */
@@ -96,6 +105,7 @@ export class KeyLayout {
         waiting: `${tag}:iw`,
         done: `${tag}:id`,
         deadlines: `${tag}:dl`,
+        parked: `${tag}:dp`,
         inbox: `${tag}:ib`,
         events: `${tag}:e`,
         expiry: `${tag}:x`,

@@ -72,6 +72,7 @@ export class Store {
     this.timeoutMany = resolution.timeoutMany.bind(resolution);
     this.expire = resolution.expire.bind(resolution);
     this.expireMany = resolution.expireMany.bind(resolution);
+    this.promoteMany = resolution.promoteMany.bind(resolution);
     this.completeByToken = tokens.completeByToken.bind(tokens);
     this.heartbeatByToken = tokens.heartbeatByToken.bind(tokens);
     this.heartbeat = tokens.heartbeat.bind(tokens);
@@ -133,6 +134,7 @@ export class Store {
   timeoutMany: ResolutionSystem["timeoutMany"];
   expire: ResolutionSystem["expire"];
   expireMany: ResolutionSystem["expireMany"];
+  promoteMany: ResolutionSystem["promoteMany"];
 
   /** systems/tokens.ts */
   completeByToken: TokensSystem["completeByToken"];

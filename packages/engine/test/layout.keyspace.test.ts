@@ -30,7 +30,7 @@ describe("key layout", () => {
     await h.store.consume("acme", wait.id, "w");
     const keys = await keysOf(h);
     expect(keys.length).toBeGreaterThan(0);
-    const pattern = new RegExp(`^\\{${h.prefix}:p[0-3]\\}:(s|o|w|iw|id|dl|ib|if|e|x|r|rj)$`);
+    const pattern = new RegExp(`^\\{${h.prefix}:p[0-3]\\}:(s|o|w|iw|id|dl|dp|dp:\\d+|ib|if|e|x|r|rj)$`);
     for (const key of keys) expect(key).toMatch(pattern);
   });
 
@@ -49,6 +49,22 @@ describe("key layout", () => {
     expect(await h.redis.zcard(k.waiting)).toBe(1);
     expect(await h.redis.zcard(k.deadlines)).toBe(1);
     expect(await h.redis.zcard(k.runs)).toBe(1);
+  });
+
+  it("a pending wait 5 minutes or more from its deadline parks it: 16 bytes of its slot's string, no deadline-index member", async () => {
+    const h = makeStore({ partitions: 1 });
+    const { wait } = await h.store.register("acme", {
+      runId: "r",
+      position: "p",
+      eventType: "job.done",
+      correlationId: "j1",
+      timeoutMs: 3_600_000,
+    });
+    const k = h.store.keys.partition(0);
+    const slot = Date.parse(wait.deadline ?? "") - (Date.parse(wait.deadline ?? "") % 60_000);
+    expect(await keysOf(h)).toEqual([k.parked, `${k.parked}:${slot}`, k.runs, k.waiting, k.waits].sort());
+    expect(await h.redis.get(`${k.parked}:${slot}`)).toBe(wait.id.slice(-16));
+    expect(await h.redis.zrange(k.parked, "0", "-1", "WITHSCORES")).toEqual([String(slot), String(slot)]);
   });
 
   it("places match keys stably, and a wait id names its partition", () => {

@@ -73,6 +73,13 @@ export interface SchedulerOptions {
   partitions?: number[];
 }
 
+/**
+ * Parked deadlines (the engine's lua/includes/parked-deadlines.lua: waits registered 5
+ * minutes or more ahead of their deadline) enter the deadline index this long before
+ * their slot starts, at each sweep.
+ */
+const PROMOTE_REACH_MS = 60_000;
+
 /** Deadline entries per partition per read of the sweeper's upcoming scan (the engine's reads/deadlines.ts). */
 const SCAN_LIMIT = 200;
 
@@ -276,7 +283,8 @@ export class Scheduler {
   }
 
   /**
-   * One sweep over this process's partitions: bucket jobs for deadlines within the
+   * One sweep over this process's partitions: parked deadlines coming near promoted into
+   * the deadline index, bucket jobs for deadlines within the
    * lookahead (one read per bucket, however many waits share it: the engine's reads/deadlines.ts);
    * waits overdue beyond the grace period (their job went missing) are marked
    * `sweeper_rescheduled` and fired here, unless a bucket job is running (here or in
@@ -287,6 +295,8 @@ export class Scheduler {
     const now = Date.now();
     this.planner.forgetPast(now);
     const store = this.#store;
+    // far deadlines parked at registration enter the deadline index before they are read below
+    await store.promoteMany(this.#o.partitions, this.#promoteReachMs);
     // a bucket job running (here or in another process) fires every due wait before it ends
     const jobRunning = this.firing || (await this.queue.getActiveCount()) > 0;
     const { overdue, upcoming } = await new PartitionReader(store).upcoming(this.#o.partitions, {
@@ -307,6 +317,15 @@ export class Scheduler {
     const scheduled = await this.schedule(upcoming);
     const expired = await this.expire();
     return { scheduled, fired, expired };
+  }
+
+  /**
+   * How far ahead the sweep promotes parked deadlines: PROMOTE_REACH_MS, or more when the
+   * lookahead and a missed sweep or two would reach further, so the upcoming scan only
+   * ever needs the deadline index.
+   */
+  get #promoteReachMs(): number {
+    return Math.max(PROMOTE_REACH_MS, this.#o.lookaheadMs + 2 * this.#o.sweepIntervalMs + this.#o.graceMs);
   }
 
   readonly #recount = new QuotaRecount();

@@ -128,6 +128,26 @@ describe("scheduler", () => {
       await scheduler.stop();
     }
   });
+
+  it("a sweep promotes the parked deadlines within its reach into the deadline index", async () => {
+    const res = makeResources();
+    const k = (id: string) => res.store.keys.partition(res.store.keys.waitPartition(id) as number);
+    // registered 10 minutes ahead: parked (lua/includes/parked-deadlines.lua)
+    const { wait } = await res.store.register("acme", spec("run-1", "job-1", 10 * 60_000));
+    const deadline = Date.parse(wait.deadline ?? "");
+    expect(await res.redis.zscore(k(wait.id).deadlines, wait.id)).toBeNull();
+    // the default reach (60 s) does not come near it
+    const near = new Scheduler(res);
+    await near.sweep();
+    await near.stop();
+    expect(await res.redis.zscore(k(wait.id).deadlines, wait.id)).toBeNull();
+    // a lookahead of 15 minutes reaches further: the sweep promotes it, then plans its bucket job
+    const scheduler = new Scheduler(res, { lookaheadMs: 15 * 60_000 });
+    expect((await scheduler.sweep()).scheduled).toBe(1);
+    expect(Number(await res.redis.zscore(k(wait.id).deadlines, wait.id))).toBe(deadline);
+    expect(await res.redis.zcard(k(wait.id).parked)).toBe(0);
+    await scheduler.stop();
+  });
 });
 
 describe("retention", () => {

@@ -18,6 +18,7 @@ import {
   matchEventResult,
   settledCount,
 } from "../transitions/matchEvent.js";
+import { type PromoteResult, promoteDeadlinesCall, promoteDeadlinesResult } from "../transitions/promoteDeadlines.js";
 import type { Reply } from "../transitions/replies.js";
 import { type TimeoutResult, timeoutWaitCall, timeoutWaitResults } from "../transitions/timeoutWait.js";
 
@@ -101,6 +102,29 @@ export class ResolutionSystem {
     }
     await this.ctx.noteCounts(deltas);
     return results;
+  }
+
+  /**
+   * Moves the parked deadlines of these partitions whose slot starts within `reachMs`
+   * into the deadline index (lua/includes/parked-deadlines.lua): one pipelined call per
+   * partition, repeated for the partitions with more, at most `rounds` times.
+   */
+  async promoteMany(partitions: readonly number[], reachMs: number, rounds = 20): Promise<PromoteResult> {
+    const { keys } = this.ctx;
+    const total: PromoteResult = { promoted: 0, dropped: 0, more: false };
+    let open = [...partitions];
+    for (let round = 0; round < rounds && open.length > 0; round++) {
+      const now = this.ctx.now();
+      const replies = await this.ctx.runAll(open.map((p) => promoteDeadlinesCall(keys.partition(p), { reachMs, now })));
+      const results = replies.map(promoteDeadlinesResult);
+      for (const r of results) {
+        total.promoted += r.promoted;
+        total.dropped += r.dropped;
+      }
+      open = open.filter((_, i) => results[i]?.more);
+    }
+    total.more = open.length > 0;
+    return total;
   }
 
   /** Removes expired records of one partition (bounded work per call). */

@@ -1,4 +1,4 @@
-/** registerWait (lua/registerWait-8.lua): second step of registration, in the match key's partition. */
+/** registerWait (lua/registerWait-9.lua): second step of registration, in the match key's partition. */
 
 import type { Wait } from "@rendezvous/protocol";
 import { waitOf } from "../formats/wait-record.js";

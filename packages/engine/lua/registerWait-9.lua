@@ -13,6 +13,7 @@
   KEYS[6] events     {p}:e   hash "e:<eventKey>" -> event record
   KEYS[7] outbox     {p}:o   stream of resolutions (w=<waitId>, k=<kind>)
   KEYS[8] expiry     {p}:x   zset of records to remove, scored by time
+  KEYS[9] parked     {p}:dp  zset of parked deadline slots (includes/parked-deadlines.lua)
 
   ARGV[1] waitId
   ARGV[2] record       JSON {mk, r, p, j?, m?, tk?, hb?, mx?, ixs?, n?, fk?}: encoded match
@@ -25,6 +26,9 @@
   ARGV[6] retentionMs  how long a settled wait is kept
   ARGV[7] now          "" = Redis TIME
   ARGV[8] indexKey     "" or the index key of the record's match key (computed here when "")
+
+  A waiting wait's deadline goes in the deadline index, or is parked when it is far
+  ahead (includes/parked-deadlines.lua).
 
   Returns
     { CREATED, wait }    created (its state is `r` when a buffered event resolved it)
@@ -40,6 +44,7 @@
 --@include "inbox"
 --@include "resolve-by-event"
 --@include "tokens"
+--@include "parked-deadlines"
 
 --@keys
 local waitId, recordJson = ARGV[1], ARGV[2]
@@ -135,7 +140,7 @@ if isShaped(wait) then
     countExtraMembers(keys.waits, wait, "w", extra)
   end
   if deadline ~= nil then
-    redis.call("ZADD", keys.deadlines, intText(deadline), waitId)
+    indexDeadline(keys, waitId, deadline, now)
   end
   return { C_CREATED, record }
 end
@@ -163,6 +168,6 @@ local record = encodeWait(wait)
 redis.call("HSET", keys.waits, waitId, record)
 redis.call("ZADD", keys.waiting, "0", waitMember(wait, waitId))
 if deadline ~= nil then
-  redis.call("ZADD", keys.deadlines, intText(deadline), waitId)
+  indexDeadline(keys, waitId, deadline, now)
 end
 return { C_CREATED, record }

@@ -1,0 +1,27 @@
+--[[
+  Parked deadlines. A wait whose deadline is PARK_AHEAD_MS or more ahead when it is
+  registered does not enter the deadline index then: the 16-character body of its wait
+  id is appended to the string "<parked>:<slot>" of its deadline's slot (slot = the
+  deadline rounded down to SLOT_MS), and the slot is a member of the zset `parked`,
+  scored by its start (member = score text). promoteDeadlines (the scheduler's sweep)
+  moves a slot's waits into the deadline index before the slot starts, so the deadline
+  index holds every deadline the scheduler acts on; an entry whose wait is no longer
+  waiting with a deadline in that slot (settled, or moved by a heartbeat) is dropped
+  there. A parked wait costs its 16 bytes in a shared string instead of a sorted-set
+  entry (~120 bytes); a settled wait's entry stays until its slot is promoted.
+]]
+--@include "clock"
+
+local PARK_AHEAD_MS, SLOT_MS, WAIT_BODY = 300000, 60000, 16
+
+-- Indexes a waiting wait's deadline (registration): parked when it is PARK_AHEAD_MS or
+-- more ahead of now, else in the deadline index.
+local function indexDeadline(keys, waitId, deadline, now)
+  if deadline - now < PARK_AHEAD_MS then
+    redis.call("ZADD", keys.deadlines, intText(deadline), waitId)
+    return
+  end
+  local slot = intText(deadline - deadline % SLOT_MS)
+  redis.call("APPEND", keys.parked .. ":" .. slot, string.sub(waitId, -WAIT_BODY))
+  redis.call("ZADD", keys.parked, slot, slot)
+end
