@@ -110,8 +110,11 @@ export class Dispatcher {
   readonly #opts: DispatcherOptions;
   readonly loop: ConsumerLoop<ResolutionEntry>;
   readonly #queueConn: RedisLike;
-  /** the Store on the dispatcher's own connection: its pipelines queue none of the API's commands behind them */
-  readonly #store: Store;
+  /**
+   * the Store on the dispatcher's own connection: its pipelines queue none of the API's
+   * commands behind them (public so that a benchmark can time its calls: bench:e2e)
+   */
+  readonly store: Store;
   readonly #queues = new Map<string, Queue>();
   /** runs a step: in its lane of the pacer (one step at a time across partitions), or at once when unpaced */
   readonly #paced: Pacer["run"];
@@ -129,7 +132,7 @@ export class Dispatcher {
     this.#opts = opts;
     this.#queueConn = res.connect("dispatcher-queues", { blocking: true });
     const commands = res.connect("dispatcher-commands");
-    this.#store = res.store.withConnection(commands);
+    this.store = res.store.withConnection(commands);
     const restRatio = opts.restRatio ?? 0;
     // unpaced (a dispatcher alone in its process): partitions in parallel, each in steps
     this.#paced = opts.pacer
@@ -153,7 +156,7 @@ export class Dispatcher {
       blockMs: opts.blockMs,
     });
     this.#handoff = { group: DISPATCHER_GROUP, consumer: this.loop.consumer };
-    this.#webhooks = new WebhookDeliveries(res, this.#store, {
+    this.#webhooks = new WebhookDeliveries(res, this.store, {
       concurrency: opts.webhookConcurrency ?? 16,
       timeoutMs: opts.webhookTimeoutMs ?? 10_000,
     });
@@ -292,11 +295,11 @@ export class Dispatcher {
     const ids = entries.map((e) => e.id);
     if (AFTER_ANNOTATE_ARMED) {
       // the failpoint's point exists only between the two: record, (crash,) then ack
-      await this.#store.annotateMany(annotations);
+      await this.store.annotateMany(annotations);
       failpoint("dispatcher.after-annotate");
       await this.loop.ack(partition, ids);
     } else {
-      await this.#store.annotateMany(annotations, [this.loop.ackCommand(partition, ids)]);
+      await this.store.annotateMany(annotations, [this.loop.ackCommand(partition, ids)]);
     }
     this.#res.metrics.continuationsDispatched.inc({ channel: "queue" }, handouts.length);
   }
@@ -309,7 +312,7 @@ export class Dispatcher {
    */
   async #handoutsOf(partition: number, entries: ResolutionEntry[]): Promise<Handout[]> {
     const missing = entries.flatMap((e) => (e.wait === null && e.waitId ? [e.waitId] : []));
-    const read = missing.length > 0 ? await this.#store.getWaits(missing) : [];
+    const read = missing.length > 0 ? await this.store.getWaits(missing) : [];
     let r = 0;
     const tracing = this.#res.tracing;
     const handouts: Handout[] = [];

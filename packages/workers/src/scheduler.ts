@@ -3,7 +3,8 @@
  * time bucket (20 ms) for all partitions rather than one per wait, so a pending
  * wait costs no job of its own. A bucket job fires at the end of its bucket and
  * times out every due wait of every partition (`timeoutWait`, the event-time rule). The partition's
- * deadline index is the source of truth: the sweeper re-creates bucket jobs for
+ * deadline index, with its parked slots (far deadlines, which each sweep promotes into the
+ * index before they come near), is the source of truth: the sweeper re-creates bucket jobs for
  * deadlines coming up and fires overdue waits whose job went missing, so a crash
  * between registering a wait and scheduling its job loses nothing.
  *
@@ -295,8 +296,7 @@ export class Scheduler {
     const now = Date.now();
     this.planner.forgetPast(now);
     const store = this.#store;
-    // far deadlines parked at registration enter the deadline index before they are read below
-    await store.promoteMany(this.#o.partitions, this.#promoteReachMs);
+    await this.#promote(store);
     // a bucket job running (here or in another process) fires every due wait before it ends
     const jobRunning = this.firing || (await this.queue.getActiveCount()) > 0;
     const { overdue, upcoming } = await new PartitionReader(store).upcoming(this.#o.partitions, {
@@ -317,6 +317,20 @@ export class Scheduler {
     const scheduled = await this.schedule(upcoming);
     const expired = await this.expire();
     return { scheduled, fired, expired };
+  }
+
+  /**
+   * Far deadlines parked at registration enter the deadline index before the sweep reads
+   * it. A failure is logged and the sweep goes on (the slots stay parked for the next one):
+   * the overdue fire, the bucket jobs and retention do not wait on it.
+   */
+  async #promote(store: Store): Promise<void> {
+    try {
+      const r = await store.promoteMany(this.#o.partitions, this.#promoteReachMs);
+      if (r.more) this.#log.warn({ promoted: r.promoted }, "parked deadlines left for the next sweep");
+    } catch (err) {
+      this.#log.error({ err }, "promoting parked deadlines failed");
+    }
   }
 
   /**

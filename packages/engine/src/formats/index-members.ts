@@ -18,8 +18,11 @@ const WAIT_ID = /^w(\d{1,5})\.([A-Za-z0-9_-]{16})$/;
 
 const TAG = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
-/** Characters of a wait id body: the end of every wait-index member, whatever its layout. */
-const WAIT_BODY_LENGTH = 16;
+/**
+ * Characters of a wait id body: the end of every wait-index member, whatever its layout,
+ * and a parked deadline entry (lua/includes/parked-deadlines.lua).
+ */
+export const WAIT_BODY_LENGTH = 16;
 const RUN_DIGEST_LENGTH = 4;
 const POSITION_DIGEST_LENGTH = 16;
 const PARTITION_TAG_LENGTH = 3;

@@ -13,6 +13,7 @@
  * per partition in all.
  */
 import { type BatchCommand, execBatch } from "../batch.js";
+import { WAIT_BODY_LENGTH } from "../formats/index-members.js";
 import type { ReaderSource } from "./source.js";
 
 /** Ids of the waits of a partition whose deadline is at or before `now`, at most `limit`. */
@@ -74,19 +75,39 @@ export async function dueAndNext(
   return { due, next };
 }
 
-/** Waits of every partition whose deadline is at or before `now`: one pipelined ZCOUNT per partition. */
+/**
+ * Waits of every partition whose deadline is at or before `now`: a pipelined ZCOUNT of
+ * each deadline index, plus the entries of the parked slots that started by `now` (lua/
+ * includes/parked-deadlines.lua). A running scheduler promotes a slot before it starts,
+ * so those exist only when none sweeps; they are counted as their slot's string holds
+ * them (an upper bound: a wait settled since it was parked counts until the promotion).
+ */
 export async function countDue(src: ReaderSource, now: number): Promise<number> {
+  const partitions = src.keys.allPartitions().map((p) => src.keys.partition(p));
   const replies = await execBatch(
     src.redis,
-    src.keys.allPartitions().map((p) => {
-      const key = src.keys.partition(p).deadlines;
-      return { key, add: (pl) => pl.zcount(key, "-inf", now) };
-    }),
+    partitions.flatMap((k) => [
+      { key: k.deadlines, add: (pl) => pl.zcount(k.deadlines, "-inf", now) },
+      { key: k.parked, add: (pl) => pl.zrangebyscore(k.parked, "-inf", now) },
+    ]) satisfies BatchCommand[],
   );
-  return replies.reduce((sum, [err, n]) => {
+  let due = 0;
+  const started: BatchCommand[] = [];
+  replies.forEach(([err, value], i) => {
     if (err) throw err;
-    return sum + Number(n);
-  }, 0);
+    const k = partitions[Math.floor(i / 2)] as (typeof partitions)[number];
+    if (i % 2 === 0) due += Number(value);
+    else
+      for (const slot of value as string[])
+        started.push({ key: k.parked, add: (pl) => pl.strlen(`${k.parked}:${slot}`) });
+  });
+  if (started.length === 0) return due;
+  for (const [err, bytes] of await execBatch(src.redis, started)) {
+    if (err) throw err;
+    // (an entry is a wait id's body)
+    due += Math.floor(Number(bytes) / WAIT_BODY_LENGTH);
+  }
+  return due;
 }
 
 export interface ScanOptions {
