@@ -70,6 +70,8 @@ const ONLY = args.string("only", "");
 const MATCH_SHAPE = args.string("match-shape", "one");
 if (!["one", "any-of", "count-3"].includes(MATCH_SHAPE)) throw new Error("--match-shape one | any-of | count-3");
 const LEGACY_INDEX = args.flag("legacy-index");
+/** timeoutMs of the waits the register, promote and accept cases register (0: none) */
+const WAIT_TIMEOUT_MS = args.number("wait-timeout-ms", 3_600_000);
 
 /** As a process starts: the deployment's layout read from its meta key (fresh here), or forced legacy. */
 async function deployment(res: Resources): Promise<void> {
@@ -89,6 +91,8 @@ const CASES = [
   "complete-keep",
   "compact",
   "timeout",
+  "register",
+  "promote",
 ] as const;
 type Case = (typeof CASES)[number];
 if (ONLY && !(CASES as readonly string[]).includes(ONLY)) {
@@ -264,7 +268,7 @@ const accept = await measure("accept", async (url) => {
   const res = benchResources(url, "ra");
   await deployment(res);
   const events = Array.from({ length: BATCH + EVENTS }, () => event(seq++));
-  await registerFor(res, events);
+  await registerFor(res, events, WAIT_TIMEOUT_MS || undefined);
   await acceptLikeStart(res);
   return async (n) => {
     for (const e of events.splice(0, n)) await res.store.ingest("bench", "loader", [e]);
@@ -413,6 +417,56 @@ const timeout = await measure("timeout", async (url) => {
   };
 });
 
+/**
+ * Registration (claimRunPosition, then registerWait) of N waits through store.register,
+ * one at a time, each with timeoutMs `--wait-timeout-ms` (default 1 h: parked, lua/includes/
+ * parked-deadlines.lua; 60000 puts the deadline in the deadline index; 0 registers none).
+ */
+const register = await measure("register", async (url) => {
+  const res = benchResources(url, "rr");
+  await deployment(res);
+  return async (n) => {
+    await registerFor(
+      res,
+      Array.from({ length: n }, () => event(seq++)),
+      WAIT_TIMEOUT_MS || undefined,
+    );
+    if (n === EVENTS) await res.close();
+  };
+});
+
+/**
+ * The sweep's promotion of N parked deadlines (registered with `--wait-timeout-ms` before
+ * the zeroing) into the deadline index: promoteDeadlines over 16 partitions, calls of 500.
+ */
+const promote = await measure("promote", async (url) => {
+  const res = benchResources(url, "rp");
+  await deployment(res);
+  const all = res.store.keys.allPartitions();
+  const registerDue = async (n: number, timeoutMs: number) => {
+    for (let i = 0; i < n; i++) {
+      const e = event(seq++);
+      await res.store.register("bench", {
+        runId: `r-${e.id}`,
+        position: "p",
+        eventType: e.type,
+        correlationId: e.correlationId,
+        timeoutMs,
+      });
+    }
+  };
+  // the warm-up's waits 1.5 h ahead; the measured run's 3 h ahead, registered by the
+  // warm-up after its promotion (before the zeroing)
+  await registerDue(BATCH, 1.5 * 3_600_000);
+  return async (n) => {
+    const reach = n === BATCH ? 2 * 3_600_000 : 4 * 3_600_000;
+    const { promoted, more } = await res.store.promoteMany(all, reach, 1000);
+    if (promoted !== n || more) throw new Error(`promote case: promoted ${promoted} of ${n}`);
+    if (n === BATCH) await registerDue(EVENTS, 3 * 3_600_000);
+    else await res.close();
+  };
+});
+
 const count = (n: number) => (Number.isNaN(n) ? "-" : Math.round(n).toLocaleString("en-US"));
 console.log(
   `\nRedis instructions per event (callgrind, ${EVENTS} events, AOF everysec${LEGACY_INDEX ? ", legacy index layout" : ""})`,
@@ -429,3 +483,5 @@ console.log(`job add + complete, age removal ${count(complete)}`);
 console.log(`job add + complete, kept        ${count(completeKeep)}`);
 console.log(`compaction (one completed job)  ${count(compact)}`);
 console.log(`timeout (one due wait, steps of ${TIMEOUT_STEP}) ${count(timeout)}`);
+console.log(`register (one wait, timeoutMs ${WAIT_TIMEOUT_MS || "none"}) ${count(register)}`);
+console.log(`promote (one parked deadline into the deadline index) ${count(promote)}`);

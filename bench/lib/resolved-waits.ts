@@ -45,14 +45,15 @@ export async function acceptLikeStart(res: Resources): Promise<void> {
   res.store.acceptWith(acceptor);
 }
 
-/** Registers a wait for each event (tenant `bench`), one type each. */
-export async function registerFor(res: Resources, events: BenchEvent[]): Promise<void> {
+/** Registers a wait for each event (tenant `bench`), one type each, with `timeoutMs` when given. */
+export async function registerFor(res: Resources, events: BenchEvent[], timeoutMs?: number): Promise<void> {
   for (const e of events) {
     await res.store.register("bench", {
       runId: `r-${e.id}`,
       position: "p",
       eventType: e.type,
       correlationId: e.correlationId,
+      ...(timeoutMs === undefined ? {} : { timeoutMs }),
     });
   }
 }
