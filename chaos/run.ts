@@ -26,7 +26,7 @@ import { ChaosHttp } from "./http.js";
 import { ChaosRedis, type FaultRecord, RoleProcess, type RoleSpec } from "./procs.js";
 import { buildReport, formatReport } from "./report.js";
 import { DRIVER, rssMb, type Sample, sampleRedis, summarize } from "./soak.js";
-import { ADMIN_TOKEN, EVENT_TYPE, HOST_KEY, PRODUCERS, TENANT, Workload } from "./workload.js";
+import { ADMIN_TOKEN, EVENT_TYPE, FAR_TIMEOUT_MS, HOST_KEY, PRODUCERS, TENANT, Workload } from "./workload.js";
 
 // ---- options
 const argv = process.argv.slice(2);
@@ -255,7 +255,12 @@ async function main(): Promise<number> {
       retentionMs: RETENTION_MS,
     });
     const unexpected = roles.flatMap((r) => r.unexpectedExits.map((e) => ({ role: r.spec.name, ...e })));
-    const soak = SOAK ? summarize(samples, Math.round((Math.max(RETENTION_MS, 180_000) + 60_000) / 1000)) : undefined;
+    const soak = SOAK
+      ? summarize(samples, Math.round((Math.max(RETENTION_MS, 180_000) + 60_000) / 1000), {
+          partitions: CONFIG.partitions ?? 16,
+          farthestMs: FAR_TIMEOUT_MS[1],
+        })
+      : undefined;
     const report = buildReport({
       mode: SOAK ? "soak" : "chaos",
       seed: SEED,

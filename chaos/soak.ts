@@ -68,6 +68,14 @@ function kindOf(key: string, prefix: string): string {
 }
 
 const LONG_KEPT = /^q:continuations\./; // completed continuation jobs are kept 24 h (docs/api.md)
+/**
+ * The parked deadline slots (`:dp` and its `:dp:<slot start>` strings, lua/includes/
+ * parked-deadlines.lua): a slot lives until the sweep promotes it, a minute before it starts,
+ * so their number grows until the run is as long as the workload's farthest parked deadline
+ * (the far_deadline scenario's, an hour), then holds. Judged against that bound.
+ */
+const PARKED = "p:dp";
+const SLOT_MS = 60_000;
 /** a continuation queue's events stream: BullMQ caps it (~10,000 entries per queue), not per wait */
 const EVENTS_STREAM = /^q:continuations\.[^:]*:events$/;
 const COMPLETED_SET = /^q:continuations\.[^:]*:completed$/;
@@ -138,8 +146,15 @@ function perWait(s: Sample): number {
   return s.redis.completedJobs > 0 ? Math.round(s.redis.continuationJobBytes / s.redis.completedJobs) : Number.NaN;
 }
 
-/** The table (one row per sample) and the growth judgement after warm-up. */
-export function summarize(samples: Sample[], warmupS: number): SoakSummary {
+/**
+ * The table (one row per sample) and the growth judgement after warm-up; `parked`: the
+ * partitions and the farthest deadline the workload parks (the bound of the parked slots).
+ */
+export function summarize(
+  samples: Sample[],
+  warmupS: number,
+  parked: { partitions: number; farthestMs: number },
+): SoakSummary {
   const procs = [...new Set(samples.flatMap((s) => Object.keys(s.rssMb)))];
   const kinds = [...new Set(samples.flatMap((s) => Object.keys(s.entries)))].sort();
   const shownKinds = kinds.filter((k) => samples.some((s) => (s.entries[k] ?? 0) > 10));
@@ -197,9 +212,16 @@ export function summarize(samples: Sample[], warmupS: number): SoakSummary {
   }
   judge("redis data MB (every key but the continuation queue)", (s) => s.redis.dataMb, 0.5, 1.25);
   for (const k of shownKinds) {
-    if (LONG_KEPT.test(k)) continue;
+    if (LONG_KEPT.test(k) || k === PARKED) continue;
     judge(`entries ${k}`, (s) => s.entries[k] ?? 0, 50, 1.25);
   }
+  // each slot is a :dp member and a string: two entries
+  const slotsBound = 2 * parked.partitions * (Math.ceil(parked.farthestMs / SLOT_MS) + 1);
+  const slotsMax = Math.max(0, ...samples.map((s) => s.entries[PARKED] ?? 0));
+  if (slotsMax > slotsBound) ok = false;
+  judgement.push(
+    `${slotsMax > slotsBound ? "OVER " : "ok   "} entries ${PARKED} (parked deadline slots, kept until a minute before they start: grow for as long as the farthest parked deadline, ${parked.farthestMs / 60_000} min, then hold): max ${slotsMax} (bound ${slotsBound})`,
+  );
   const cont = shownKinds.filter((k) => LONG_KEPT.test(k));
   if (cont.length > 0) {
     judgement.push(

@@ -21,6 +21,9 @@ import { HostClient, signatureHeader } from "@rendezvous/client";
 import { BullmqContinuationWorker } from "@rendezvous/client/bullmq";
 import type { ChaosHttp } from "./http.js";
 
+/** The far_deadline scenario's timeouts, min and max ms (its waits are resolved by their event). */
+export const FAR_TIMEOUT_MS = [600_000, 3_600_000] as const;
+
 export const TENANT = "acme";
 export const HOST_KEY = "hk_chaos";
 export const ADMIN_TOKEN = "adm_chaos";
@@ -622,7 +625,12 @@ export class Workload {
         return;
       }
       case "far_deadline": {
-        const w = await this.#register(i, kind, corr, this.#chance(0.5) ? null : this.#rand(600_000, 3_600_000));
+        const w = await this.#register(
+          i,
+          kind,
+          corr,
+          this.#chance(0.5) ? null : this.#rand(FAR_TIMEOUT_MS[0], FAR_TIMEOUT_MS[1]),
+        );
         await sleep(this.#rand(100, 4000));
         await this.#event(i, corr);
         await this.#settle(w, 30_000);
