@@ -12,7 +12,7 @@
  */
 
 import { monitorEventLoopDelay } from "node:perf_hooks";
-import type { Resources } from "@rendezvous/engine";
+import { parkedSlotKey, type Resources, WAIT_BODY_LENGTH } from "@rendezvous/engine";
 import { Scheduler, type SchedulerOptions, TIMEOUT_QUEUE } from "@rendezvous/workers";
 import { QueueEvents } from "bullmq";
 import type { Redis } from "ioredis";
@@ -99,7 +99,7 @@ async function pendingDeadlines(res: Resources): Promise<number> {
     const k = res.store.keys.partition(p);
     n += await res.redis.zcard(k.deadlines);
     for (const slot of await res.redis.zrange(k.parked, "0", "-1"))
-      n += (await res.redis.strlen(`${k.parked}:${slot}`)) / 16;
+      n += (await res.redis.strlen(parkedSlotKey(k, slot))) / WAIT_BODY_LENGTH;
   }
   return n;
 }

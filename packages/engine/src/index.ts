@@ -27,6 +27,7 @@ export { type InboxMember, parseInboxMember } from "./formats/inbox-members.js";
 export {
   parseRunMember,
   parseWaitId,
+  WAIT_BODY_LENGTH,
   waitIdOf,
   waitIdOfIndexMember,
   waitIdOfRunMember,
@@ -62,7 +63,14 @@ export {
 export { toWait } from "./formats/wait-record.js";
 export { luaScripts, type ScriptName } from "./generated/lua.js";
 export { explainWait } from "./inspect.js";
-export { DISPATCHER_GROUP, KeyLayout, MATCHER_GROUP, type PartitionKeys, type Placement } from "./keys.js";
+export {
+  DISPATCHER_GROUP,
+  KeyLayout,
+  MATCHER_GROUP,
+  type PartitionKeys,
+  type Placement,
+  parkedSlotKey,
+} from "./keys.js";
 export { ListGate, ListLease } from "./list-gate.js";
 export { createLogger, type Logger, REDACT_PATHS } from "./logger.js";
 export { createMetrics, type Metrics, UNKNOWN_TENANT } from "./metrics.js";

@@ -42,6 +42,14 @@ export interface PartitionKeys {
   readonly rejected: string;
 }
 
+/**
+ * The string of one parked deadline slot, `<parked>:<slot start ms>`: its waits' id
+ * bodies, one after the other (the scripts build the same name from the `parked` key).
+ */
+export function parkedSlotKey(k: PartitionKeys, slotStart: string | number): string {
+  return `${k.parked}:${slotStart}`;
+}
+
 /** Consumer group of the matchers on each partition stream. */
 export const MATCHER_GROUP = "matchers";
 /** Consumer group of the dispatchers on each partition outbox. */

@@ -76,7 +76,7 @@ export interface SchedulerOptions {
 
 /**
  * Parked deadlines (the engine's lua/includes/parked-deadlines.lua: waits registered 5
- * minutes or more ahead of their deadline) enter the deadline index this long before
+ * minutes to 24 hours before their deadline) enter the deadline index this long before
  * their slot starts, at each sweep.
  */
 const PROMOTE_REACH_MS = 60_000;

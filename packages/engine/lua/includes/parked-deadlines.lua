@@ -1,9 +1,9 @@
 --[[
   Parked deadlines. A wait whose deadline is between PARK_AHEAD_MS and PARK_HORIZON_MS
-  ahead when it is registered does not enter the deadline index then: the 16-character
-  body of its wait
-  id is appended to the string "<parked>:<slot>" of its deadline's slot (slot = the
-  deadline rounded down to SLOT_MS), and the slot is a member of the zset `parked`,
+  ahead when it is registered does not enter the deadline index then: the body of its
+  wait id (WAIT_BODY characters) is appended to the string "<parked>:<slot>" of its
+  deadline's slot (slot = the deadline rounded down to SLOT_MS), and the slot is a
+  member of the zset `parked`,
   scored by its start (member = score text). promoteDeadlines (the scheduler's sweep)
   moves a slot's waits into the deadline index before the slot starts, so the deadline
   index holds every deadline the scheduler acts on; an entry whose wait is no longer
@@ -15,7 +15,9 @@
   settled record's ~1,600 kept `retentionMs` (a day by default).
 ]]
 --@include "clock"
+--@include "ids"
 
+-- (WAIT_BODY: the length of every wait id's body, src/formats/index-members.ts WAIT_BODY_LENGTH)
 local PARK_AHEAD_MS, PARK_HORIZON_MS, SLOT_MS, WAIT_BODY = 300000, 86400000, 60000, 16
 
 -- Indexes a waiting wait's deadline (registration): parked when it is PARK_AHEAD_MS to
@@ -27,6 +29,6 @@ local function indexDeadline(keys, waitId, deadline, now)
     return
   end
   local slot = intText(deadline - deadline % SLOT_MS)
-  redis.call("APPEND", keys.parked .. ":" .. slot, string.sub(waitId, -WAIT_BODY))
+  redis.call("APPEND", keys.parked .. ":" .. slot, waitIdBody(waitId))
   redis.call("ZADD", keys.parked, slot, slot)
 end

@@ -14,6 +14,7 @@
  */
 import { type BatchCommand, execBatch } from "../batch.js";
 import { WAIT_BODY_LENGTH } from "../formats/index-members.js";
+import { parkedSlotKey } from "../keys.js";
 import type { ReaderSource } from "./source.js";
 
 /** Ids of the waits of a partition whose deadline is at or before `now`, at most `limit`. */
@@ -99,7 +100,7 @@ export async function countDue(src: ReaderSource, now: number): Promise<number> 
     if (i % 2 === 0) due += Number(value);
     else
       for (const slot of value as string[])
-        started.push({ key: k.parked, add: (pl) => pl.strlen(`${k.parked}:${slot}`) });
+        started.push({ key: k.parked, add: (pl) => pl.strlen(parkedSlotKey(k, slot)) });
   });
   if (started.length === 0) return due;
   for (const [err, bytes] of await execBatch(src.redis, started)) {
