@@ -64,6 +64,8 @@ export interface ChainSummary {
   total: Summary;
   /** the scripts that took the jobs, with counts */
   takenBy: Record<string, number>;
+  /** the slowest 1 % of the complete events (at least one), slowest first: each hop's ms */
+  slowest: { total: number; hops: Record<ChainHop, number> }[];
 }
 
 /** The chain of one configuration's monitored row. */
@@ -170,18 +172,23 @@ export class RedisTimeline {
   summary(): ChainSummary {
     const hops = Object.fromEntries(CHAIN_HOPS.map((h) => [h, [] as number[]])) as Record<ChainHop, number[]>;
     const takenBy: Record<string, number> = {};
-    let complete = 0;
+    const each: ChainSummary["slowest"] = [];
     for (const { dedup, accept, add, taken, sent, invoked } of this.#rows) {
       if (sent === undefined || invoked === undefined) continue;
       if (dedup === undefined || accept === undefined || add === undefined || taken === undefined) continue;
-      complete++;
-      hops["send → dedup"].push(dedup - sent);
-      hops["dedup → accept"].push(accept - dedup);
-      hops["accept → add"].push(add - accept);
-      hops["add → taken"].push(taken.at - add);
-      hops["taken → invoked"].push(invoked - taken.at);
+      const event: Record<ChainHop, number> = {
+        "send → dedup": dedup - sent,
+        "dedup → accept": accept - dedup,
+        "accept → add": add - accept,
+        "add → taken": taken.at - add,
+        "taken → invoked": invoked - taken.at,
+      };
+      for (const h of CHAIN_HOPS) hops[h].push(event[h]);
+      each.push({ total: invoked - sent, hops: event });
       takenBy[taken.by] = (takenBy[taken.by] ?? 0) + 1;
     }
+    const complete = each.length;
+    const slowest = each.sort((a, b) => b.total - a.total).slice(0, Math.max(1, Math.ceil(complete / 100)));
     return {
       events: this.#rows.length,
       complete,
@@ -190,6 +197,7 @@ export class RedisTimeline {
         this.#rows.flatMap((r) => (r.sent !== undefined && r.invoked !== undefined ? [r.invoked - r.sent] : [])),
       ),
       takenBy,
+      slowest: complete > 0 ? slowest : [],
     };
   }
 }
@@ -203,6 +211,14 @@ export function printChain(c: Chain): void {
     ["hop", "mean", "p50", "p99"],
     [...CHAIN_HOPS.map((h) => row(h, c.hops[h])), row("send → invoked", c.total)],
   );
+  if (c.slowest.length > 0) {
+    // where a tail event lost its time: one hop, or spread over several
+    printTable(
+      `the slowest 1 % of them (${fmt(c.slowest.length)}), each hop; ms`,
+      ["send → invoked", ...CHAIN_HOPS],
+      c.slowest.map((e) => [ms(e.total), ...CHAIN_HOPS.map((h) => ms(e.hops[h]))]),
+    );
+  }
   const taken = Object.entries(c.takenBy)
     .map(([k, v]) => `${k} ${fmt(v)}`)
     .join(", ");
