@@ -197,7 +197,7 @@ export class RedisTimeline {
         this.#rows.flatMap((r) => (r.sent !== undefined && r.invoked !== undefined ? [r.invoked - r.sent] : [])),
       ),
       takenBy,
-      slowest: complete > 0 ? slowest : [],
+      slowest,
     };
   }
 }
