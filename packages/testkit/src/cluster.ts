@@ -40,6 +40,12 @@ export interface RedisCluster {
    * its master, and `expectMasters` live masters serve the slots
    */
   waitHealthy(ms?: number, expectMasters?: number): Promise<void>;
+  /**
+   * waits until every replica of the master on `port` has received everything that master
+   * had replicated when called (`master_repl_offset`): the writes it acknowledged before are
+   * then on a replica, whatever the master's fate next
+   */
+  replicated(port: number, ms?: number): Promise<void>;
   /** SIGKILL the node on `port` (keeps its dir) */
   kill(port: number): Promise<void>;
   /** stops every node and removes their dirs */
@@ -229,6 +235,27 @@ export async function startRedisCluster(opts: RedisClusterOptions = {}): Promise
         }
         if (Date.now() > end) throw new Error(`cluster not healthy after ${ms} ms: ${last}`);
         await new Promise((r) => setTimeout(r, 100));
+      }
+    },
+    async replicated(port, ms = 10_000) {
+      const end = Date.now() + ms;
+      const master = info(await withNode(port, (r) => r.info("replication")));
+      const target = Number(master.get("master_repl_offset"));
+      // slave0:ip=127.0.0.1,port=…,state=online,offset=…,lag=… (each replica asked itself:
+      // the offset the master lists is acknowledged only once a second)
+      const replicas = [...master]
+        .filter(([k]) => /^slave\d+$/.test(k))
+        .map(([, v]) => Number(/port=(\d+)/.exec(v)?.[1]));
+      if (replicas.length === 0) throw new Error(`${port} has no replica`);
+      for (;;) {
+        const offsets = await Promise.all(
+          replicas.map(async (p) =>
+            Number(info(await withNode(p, (r) => r.info("replication"))).get("slave_repl_offset")),
+          ),
+        );
+        if (offsets.every((o) => o >= target)) return;
+        if (Date.now() > end) throw new Error(`replicas of ${port} at ${offsets.join(", ")}, short of ${target}`);
+        await new Promise((r) => setTimeout(r, 10));
       }
     },
     async kill(port) {
