@@ -137,9 +137,8 @@ describe("Redis Cluster failover with real role processes", () => {
         states[k] = (states[k] ?? 0) + 1;
         if (!dispatched(w) && undispatched.length < 10) {
           // its event as the store has it: missing (its append lost), or its status
-          const spec = specs.find((s) => s.runId === w?.runId);
-          const i = spec ? specs.indexOf(spec) : n;
-          const event = await res.store.getEvent("acme", "svc", `evt-${i}`).catch((e: Error) => e.message);
+          // (waitIds are in the order of specs, whose event n is evt-n)
+          const event = await res.store.getEvent("acme", "svc", `evt-${n}`).catch((e: Error) => e.message);
           undispatched.push(
             `${w?.id ?? waitIds[n]}: event ${typeof event === "string" ? event : (event?.status ?? "missing")}`,
           );

@@ -99,6 +99,11 @@ function info(text: string): Map<string, string> {
   return out;
 }
 
+/** INFO replication of one node, as fields. */
+async function replicationOf(port: number): Promise<Map<string, string>> {
+  return info(await withNode(port, (r) => r.info("replication")));
+}
+
 /** CLUSTER SLOTS of a live node: [from, to, master port] per range. */
 async function slotMap(ports: number[]): Promise<Array<[number, number, number]>> {
   for (const port of ports) {
@@ -239,7 +244,7 @@ export async function startRedisCluster(opts: RedisClusterOptions = {}): Promise
     },
     async replicated(port, ms = 10_000) {
       const end = Date.now() + ms;
-      const master = info(await withNode(port, (r) => r.info("replication")));
+      const master = await replicationOf(port);
       const target = Number(master.get("master_repl_offset"));
       // slave0:ip=127.0.0.1,port=…,state=online,offset=…,lag=… (each replica asked itself:
       // the offset the master lists is acknowledged only once a second)
@@ -249,9 +254,7 @@ export async function startRedisCluster(opts: RedisClusterOptions = {}): Promise
       if (replicas.length === 0) throw new Error(`${port} has no replica`);
       for (;;) {
         const offsets = await Promise.all(
-          replicas.map(async (p) =>
-            Number(info(await withNode(p, (r) => r.info("replication"))).get("slave_repl_offset")),
-          ),
+          replicas.map(async (p) => Number((await replicationOf(p)).get("slave_repl_offset"))),
         );
         if (offsets.every((o) => o >= target)) return;
         if (Date.now() > end) throw new Error(`replicas of ${port} at ${offsets.join(", ")}, short of ${target}`);
