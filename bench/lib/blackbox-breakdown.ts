@@ -6,7 +6,7 @@
  */
 import type { Configuration, ThroughputRow } from "./blackbox-report.js";
 import { type ProfileSummary, profileFile, summarizeProfile } from "./cpu-profile.js";
-import type { RoleProcess } from "./product.js";
+import type { RoleProcess, Syscalls } from "./product.js";
 import type { RedisBreakdown } from "./redis-breakdown.js";
 import { fmt, pct, printTable, progress } from "./table.js";
 
@@ -191,6 +191,32 @@ export function printThreads(
         `${r.producers}, ${r.transport}`,
         process,
         ...names.map((n) => (t[n] === undefined ? "" : fmt(((t[n] as number) * 1e6) / r.events, 1))),
+      ]),
+    ),
+  );
+}
+
+/** Read and write system calls per event of each process over each row's event phase: the I/O the row's CPU pays for. */
+export function printSyscalls(
+  rows: Array<{
+    config: string;
+    producers: string;
+    transport: string;
+    events: number;
+    syscalls: Record<string, Syscalls>;
+  }>,
+): void {
+  const per = (v: number, n: number) => fmt(v / n, 2);
+  printTable(
+    "system calls per resolved event (/proc/<pid>/io syscr + syscw: reads and writes, sockets included)",
+    ["config", "row", "process", "reads", "writes"],
+    rows.flatMap((r) =>
+      Object.entries(r.syscalls).map(([process, c]) => [
+        r.config,
+        `${r.producers}, ${r.transport}`,
+        process,
+        per(c.reads, r.events),
+        per(c.writes, r.events),
       ]),
     ),
   );

@@ -8,9 +8,11 @@ import {
   type ProfiledRow,
   printProfiles,
   printRedisBreakdown,
+  printSyscalls,
   printThreads,
 } from "./blackbox-breakdown.js";
 import type { Ceiling } from "./ceiling.js";
+import type { Syscalls } from "./product.js";
 import type { Transport } from "./receivers.js";
 import type { RedisBreakdown } from "./redis-breakdown.js";
 import { type Chain, printChain } from "./redis-timeline.js";
@@ -68,6 +70,8 @@ export interface ThroughputRow {
   mainThreads: Record<string, { cpuS: number; runS: number; waitS: number }>;
   /** over the event phase, CPU s of each process's threads by thread name (`main` = the main thread) */
   byThread: Record<string, Record<string, number>>;
+  /** over the event phase, each process's read and write system calls (redis too) */
+  syscalls: Record<string, Syscalls>;
   /** with --breakdown: Redis's own time over the event phase */
   redisBreakdown?: RedisBreakdown;
 }
@@ -302,6 +306,7 @@ function printBreakdowns(r: BlackboxResult): void {
     };
     printRedisBreakdown(row);
   }
+  printSyscalls(r.throughput);
   if (r.opts.breakdown || r.opts.profile) printThreads(r.throughput);
   if (r.profiles && r.profiles.length > 0) printProfiles(r.profiles);
   for (const c of r.chains ?? []) printChain(c);

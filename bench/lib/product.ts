@@ -186,10 +186,23 @@ export function cpuSnapshot(pids: Record<string, number>): Record<string, number
 /** CLOCK_MONOTONIC µs, the clock of V8's CPU profiles (`--cpu-prof`) */
 export const monotonicUs = (): number => Number(process.hrtime.bigint() / 1000n);
 
+/** Read and write system calls a process has made (/proc/<pid>/io `syscr`, `syscw`: socket reads and writes included). */
+export interface Syscalls {
+  reads: number;
+  writes: number;
+}
+
+export function syscalls(pid: number): Syscalls {
+  const io = readFileSync(`/proc/${pid}/io`, "utf8");
+  const field = (name: string) => Number(new RegExp(`^${name}: (\\d+)$`, "m").exec(io)?.[1] ?? Number.NaN);
+  return { reads: field("syscr"), writes: field("syscw") };
+}
+
 export interface ThreadMark {
   atUs: number;
   main: Record<string, ThreadTimes>;
   byName: Record<string, Record<string, number>>;
+  syscalls: Record<string, Syscalls>;
 }
 
 /** The start of a phase: the monotonic clock, each process's main-thread times and its threads' CPU by name. */
@@ -198,10 +211,11 @@ export function markThreads(pids: Record<string, number>): ThreadMark {
     atUs: monotonicUs(),
     main: threadSnapshot(pids),
     byName: Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, threadsByName(pid)])),
+    syscalls: Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, syscalls(pid)])),
   };
 }
 
-/** From `mark` to now: the phase in monotonic µs, each main thread's times and each process's threads' CPU by name. */
+/** From `mark` to now: the phase in monotonic µs, each main thread's times, each process's threads' CPU by name and its system calls. */
 export function threadsSince(
   mark: ThreadMark,
   pids: Record<string, number>,
@@ -209,8 +223,15 @@ export function threadsSince(
   phase: { fromUs: number; toUs: number };
   mainThreads: Record<string, ThreadTimes>;
   byThread: Record<string, Record<string, number>>;
+  syscalls: Record<string, Syscalls>;
 } {
   const main = threadSnapshot(pids);
+  const calls = Object.fromEntries(
+    Object.entries(pids).map(([k, pid]) => {
+      const [a, b] = [mark.syscalls[k], syscalls(pid)] as [Syscalls, Syscalls];
+      return [k, { reads: b.reads - a.reads, writes: b.writes - a.writes }];
+    }),
+  );
   const byThread = Object.fromEntries(
     Object.entries(pids).map(([k, pid]) => {
       const before = mark.byName[k] ?? {};
@@ -223,5 +244,5 @@ export function threadsSince(
       return [k, { cpuS: b.cpuS - a.cpuS, runS: b.runS - a.runS, waitS: b.waitS - a.waitS }];
     }),
   );
-  return { phase: { fromUs: mark.atUs, toUs: monotonicUs() }, mainThreads, byThread };
+  return { phase: { fromUs: mark.atUs, toUs: monotonicUs() }, mainThreads, byThread, syscalls: calls };
 }
