@@ -6,7 +6,7 @@
  */
 import type { Configuration, ThroughputRow } from "./blackbox-report.js";
 import { type ProfileSummary, profileFile, summarizeProfile } from "./cpu-profile.js";
-import type { RoleProcess, Syscalls } from "./product.js";
+import type { RoleProcess } from "./product.js";
 import type { RedisBreakdown } from "./redis-breakdown.js";
 import { fmt, pct, printTable, progress } from "./table.js";
 
@@ -198,13 +198,7 @@ export function printThreads(
 
 /** Read and write system calls per event of each process over each row's event phase: the I/O the row's CPU pays for. */
 export function printSyscalls(
-  rows: Array<{
-    config: string;
-    producers: string;
-    transport: string;
-    events: number;
-    syscalls: Record<string, Syscalls>;
-  }>,
+  rows: Array<Pick<ThroughputRow, "config" | "producers" | "transport" | "events" | "syscalls">>,
 ): void {
   const per = (v: number, n: number) => fmt(v / n, 2);
   printTable(
