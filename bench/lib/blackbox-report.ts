@@ -19,6 +19,7 @@ import { type Chain, printChain } from "./redis-timeline.js";
 import { machine } from "./setup.js";
 import type { Summary } from "./stats.js";
 import { fmt, pct, printTable } from "./table.js";
+import { type WakeFloor, wakeFloorCells, wakeFloorLine } from "./wake-floor.js";
 
 export type Configuration = "start" | "split";
 /** off: the product without OTEL_* variables; on: exporting to the bench's OTLP receiver */
@@ -111,6 +112,8 @@ export interface BlackboxResult {
   loadStart: string;
   loadEnd: string;
   ceiling: Ceiling;
+  /** the machine's round trip from idle, measured before the product starts */
+  wakeFloor: WakeFloor;
   throughput: ThroughputRow[];
   latency: LatencyRow[];
   /** what the OTLP receiver got from each configuration run with tracing on */
@@ -227,6 +230,7 @@ export function printBlackbox(r: BlackboxResult): void {
       fmt(l.latency.max, 2),
     ]),
   );
+  console.log(`the machine's floor: ${wakeFloorLine(r.wakeFloor)}`);
   const withHops = r.latency.filter((l) => l.hops && Object.keys(l.hops).length > 0);
   if (withHops.length > 0) {
     printTable(
@@ -369,6 +373,7 @@ export function blackboxRows(r: BlackboxResult): BenchRow[] {
       verdict: judged ? verdict(l.latency.p50 <= 1.5 && l.latency.p99 <= 5) : "",
     });
   }
+  rows.push({ ...wakeFloorCells(r.wakeFloor), ceiling: "", verdict: "" });
   const pairs = tracingPairs(r);
   for (const { off, on } of pairs.throughput) {
     rows.push({

@@ -83,6 +83,7 @@ import { info, startBenchRedis } from "../lib/redis.js";
 import type { Chain } from "../lib/redis-timeline.js";
 import { load, machine, saveResults } from "../lib/setup.js";
 import { progress } from "../lib/table.js";
+import { measureWakeFloor } from "../lib/wake-floor.js";
 
 /**
  * Events of each warm-up row: a process that has served for a while. V8 compiles the
@@ -206,6 +207,7 @@ export async function blackbox(redisUrl: string, opts: BlackboxOptions): Promise
     const redis = (await info(admin, "server")).get("redis_version") ?? "?";
     progress(`load average ${loadStart}; Redis ceiling (HGET + HSET + XADD + ZREM), ${opts.ceilingSeconds} s`);
     const ceiling = await measureCeiling(redisUrl, opts.ceilingSeconds, 64, RESOLVE_CEILING);
+    const wakeFloor = await measureWakeFloor(redisUrl);
     const throughput: ThroughputRow[] = [];
     const latency: LatencyRow[] = [];
     const spans: SpanCount[] = [];
@@ -233,6 +235,7 @@ export async function blackbox(redisUrl: string, opts: BlackboxOptions): Promise
       loadStart,
       loadEnd: load(),
       ceiling,
+      wakeFloor,
       throughput,
       latency,
       spans,
