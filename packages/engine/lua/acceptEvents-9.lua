@@ -55,7 +55,7 @@ local traceArg = ARGV[10]
 -- caught up before this call: no entry after the group's last delivered one, none pending
 local group, consumer = groupAndConsumer(ARGV[7])
 -- (the group's lag when Redis knows it, else a look past its last-delivered id)
-local state = redis.call("EXISTS", keys.stream) == 1 and groupState(keys.stream, group) or nil
+local state = groupState(keys.stream, group)
 local caughtUp = false
 if state and state.pending == 0 then
   if state.lag ~= nil then
@@ -65,7 +65,7 @@ if state and state.pending == 0 then
   end
 end
 
-local sid, codes, existing, fresh, traces = appendEventRows(keys, tonumber(ARGV[1]), ARGV[2], ARGV[3], traceArg)
+local sid, codes, existing, fresh, traces, written = appendEventRows(keys, tonumber(ARGV[1]), ARGV[2], ARGV[3], traceArg)
 if sid == "" or not caughtUp or #fresh > ARGV[9] + 0 then
   return { sid, codes, existing }
 end
@@ -74,7 +74,7 @@ local now = nowMs(ARGV[2])
 local retentionMs = ARGV[5] + 0
 local matches, settled = {}, 0
 for n, eventKey in ipairs(fresh) do
-  local r = matchEntryEvent(keys, sid, eventKey, ARGV[4], retentionMs, now, ARGV[6], traces and traces[n] or "")
+  local r = matchEntryEvent(keys, sid, eventKey, ARGV[4], retentionMs, now, ARGV[6], traces and traces[n] or "", written[eventKey])
   if r.code ~= C_OK then
     -- (not reached: the record was written just now and names this entry) the entry stays
     -- undelivered, and the matcher runs the match again, which changes nothing done here

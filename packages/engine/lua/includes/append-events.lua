@@ -15,8 +15,9 @@
 -- Appends the packed events `eventsArg` (appendEvents' ARGV[3]; `tracesArg`: its
 -- ARGV[4] or nil) to the partition's stream, keeping their records `keepMs`; `nowArg`
 -- "" or a fixed time. Returns sid ("" when nothing was appended), the code digits, the
--- records of the EXISTS events, the event keys appended (in order) and, when the call
--- has traces, their trace context texts (same order).
+-- records of the EXISTS events, the event keys appended (in order), when the call has
+-- traces their trace context texts (same order), and the records written now by event
+-- key (what a match in the same script reads instead of the hash).
 local function appendEventRows(keys, keepMs, nowArg, eventsArg, tracesArg)
   local idArg = "*"
   if nowArg ~= "" then
@@ -73,5 +74,5 @@ local function appendEventRows(keys, keepMs, nowArg, eventsArg, tracesArg)
   end
   redis.call("HSET", keys.events, unpack(records))
   scheduleExpiry(keys.expiry, intText(tonumber(ms) + keepMs), "E", table.concat(fresh))
-  return sid, table.concat(codes), existingRecords, fresh, freshTraces
+  return sid, table.concat(codes), existingRecords, fresh, freshTraces, writtenNow
 end

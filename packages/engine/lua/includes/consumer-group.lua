@@ -3,9 +3,13 @@
 ]]
 
 -- The group as XINFO GROUPS describes it: { lastDelivered, pending, entriesRead, lag }
--- (entriesRead and lag nil where Redis cannot tell them), or nil when it does not exist.
+-- (entriesRead and lag nil where Redis cannot tell them), or nil when it does not exist,
+-- nor its stream (redis.pcall: no EXISTS call first; XINFO of a missing key is an error).
 local function groupState(streamKey, group)
-  local groups = redis.call("XINFO", "GROUPS", streamKey)
+  local groups = redis.pcall("XINFO", "GROUPS", streamKey)
+  if groups.err then
+    return nil
+  end
   for g = 1, #groups do
     local info = groups[g]
     local state, name = {}, nil

@@ -14,16 +14,17 @@
 --@include "resolve-by-event"
 
 -- Matches the event `eventKey` of stream entry `streamId` (capText: the fan-out cap as
--- text; trace: "" or the context text for the resolutions' outbox entries). Returns
+-- text; trace: "" or the context text for the resolutions' outbox entries; raw: its
+-- record text when the caller wrote it in this script, else nil: read). Returns
 --   { code = C_NOT_FOUND }                    no event record (expired)
 --   { code = C_DUPLICATE, sid = <other id> }  the event key belongs to another entry
 --   { code = C_OK, st, matched, late, collected?, registrations?, again? }
 --     st: m / b / l; collected: the matched waits that only collected it (nil for none);
 --     registrations (with a trace): each matched wait's registration context;
 --     again: processed before, this answers what the first run did
-local function matchEntryEvent(keys, streamId, eventKey, capText, retentionMs, now, idPrefix, trace)
+local function matchEntryEvent(keys, streamId, eventKey, capText, retentionMs, now, idPrefix, trace, raw)
   local fanoutCap = capText + 0
-  local ev = loadEvent(keys.events, eventKey)
+  local ev = raw and cjson.decode(raw) or loadEvent(keys.events, eventKey)
   if ev == nil then
     return { code = C_NOT_FOUND }
   end
