@@ -64,8 +64,12 @@ export interface ChainSummary {
   total: Summary;
   /** the scripts that took the jobs, with counts */
   takenBy: Record<string, number>;
-  /** the slowest 1 % of the complete events (at least one), slowest first: each hop's ms */
-  slowest: { total: number; hops: Record<ChainHop, number> }[];
+  /**
+   * the slowest 1 % of the complete events (at least one), slowest first: each hop's ms, and
+   * when it was sent: s into the row, and ms into its second of the clock (work done once a
+   * second, the AOF's fsync or the scheduler's sweep, would show as one ms of the second)
+   */
+  slowest: { total: number; hops: Record<ChainHop, number>; atS: number; msOfSecond: number }[];
 }
 
 /** The chain of one configuration's monitored row. */
@@ -173,6 +177,7 @@ export class RedisTimeline {
     const hops = Object.fromEntries(CHAIN_HOPS.map((h) => [h, [] as number[]])) as Record<ChainHop, number[]>;
     const takenBy: Record<string, number> = {};
     const each: ChainSummary["slowest"] = [];
+    const first = this.#rows[0]?.sent ?? 0;
     for (const { dedup, accept, add, taken, sent, invoked } of this.#rows) {
       if (sent === undefined || invoked === undefined) continue;
       if (dedup === undefined || accept === undefined || add === undefined || taken === undefined) continue;
@@ -184,7 +189,12 @@ export class RedisTimeline {
         "taken → invoked": invoked - taken.at,
       };
       for (const h of CHAIN_HOPS) hops[h].push(event[h]);
-      each.push({ total: invoked - sent, hops: event });
+      each.push({
+        total: invoked - sent,
+        hops: event,
+        atS: (sent - first) / 1000,
+        msOfSecond: Math.floor(sent % 1000),
+      });
       takenBy[taken.by] = (takenBy[taken.by] ?? 0) + 1;
     }
     const complete = each.length;
@@ -215,8 +225,8 @@ export function printChain(c: Chain): void {
     // where a tail event lost its time: one hop, or spread over several
     printTable(
       `the slowest 1 % of them (${fmt(c.slowest.length)}), each hop; ms`,
-      ["send → invoked", ...CHAIN_HOPS],
-      c.slowest.map((e) => [ms(e.total), ...CHAIN_HOPS.map((h) => ms(e.hops[h]))]),
+      ["send → invoked", ...CHAIN_HOPS, "sent at s", "ms of its second"],
+      c.slowest.map((e) => [ms(e.total), ...CHAIN_HOPS.map((h) => ms(e.hops[h])), e.atS.toFixed(2), e.msOfSecond]),
     );
   }
   const taken = Object.entries(c.takenBy)

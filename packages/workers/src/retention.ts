@@ -7,7 +7,7 @@
  * quota counts too (QuotaRecount), in rounds, and compacts completed continuation jobs
  * (compactCompleted).
  */
-import { compactContinuations, type RedisLike, type Store } from "@rendezvous/engine";
+import { compactContinuations, Pacer, type RedisLike, type Store } from "@rendezvous/engine";
 
 /** Records removed per partition per expiry call, and calls per run. */
 const EXPIRE_BATCH = 500;
@@ -57,26 +57,33 @@ export class QuotaRecount {
 }
 
 /**
- * Completed continuation jobs examined per queue per call, and calls per run: a call of 100
- * holds Redis for about 2 ms (some 80k instructions per job), so a backlog (after a
- * scheduler outage) does not stall the resolve path; 20 calls take 2,000 jobs per queue per run.
+ * Completed continuation jobs examined per queue per call, and calls per run. A call holds
+ * Redis while it runs (some 80k instructions per job: 10 jobs ~0.2 ms on a fast 2-core VM,
+ * ~1 ms on a slow one), and a command of the resolve path that arrives meanwhile waits for
+ * it: small calls keep that wait short. After each round the run rests as long as the round
+ * took (a Pacer of its own, so only the compaction waits), so a backlog (after a burst, or a
+ * scheduler outage) takes at most about half of Redis's time and no run of calls back to back
+ * holds up every hop of an event: 200 rounds take 2,000 jobs per queue per run.
  * COMPACT_BUDGET bounds the calls of a run over all queues (COMPACT_CHUNK of them per round
  * trip): with more queues than that, a run goes on where the last one stopped.
  */
-export const COMPACT_BATCH = 100;
-const COMPACT_ROUNDS = 20;
-export const COMPACT_BUDGET = 400;
+export const COMPACT_BATCH = 10;
+const COMPACT_ROUNDS = 200;
+export const COMPACT_BUDGET = 2000;
 
 /**
  * Compaction of completed continuation jobs (the engine's continuations.ts): each queue of
  * the registry's tenants and groups, jobs finished `compactAfterMs` ago or earlier, at
- * most COMPACT_ROUNDS rounds of COMPACT_BATCH jobs per queue, a queue leaving the rounds
- * once it has nothing more due, at most COMPACT_BUDGET calls per run; the queues are taken
- * from where the last run's budget stopped. What one run leaves, the next takes. Every
- * scheduler may run it: each call is atomic and the cursor shared.
+ * most COMPACT_ROUNDS rounds of COMPACT_BATCH jobs per queue, each round followed by a rest
+ * as long as it took, a queue leaving the rounds once it has nothing more due, at most
+ * COMPACT_BUDGET calls per run; the queues are taken from where the last run's budget
+ * stopped. What one run leaves, the next takes. Every scheduler may run it: each call is
+ * atomic and the cursor shared.
  */
 export class Compaction {
   #next = 0;
+  /** rests after each round as long as it took; its own, so the dispatcher's steps never wait for it */
+  readonly #pacer = new Pacer(1);
 
   constructor(readonly budget = COMPACT_BUDGET) {}
 
@@ -97,9 +104,9 @@ export class Compaction {
       const taken = open.slice(0, left);
       left -= taken.length;
       if (round === 0) this.#next = (start + taken.length) % queues.length;
-      const results = await compactContinuations(redis, queuePrefix, taken, now - compactAfterMs, COMPACT_BATCH, {
-        now,
-      });
+      const results = await this.#pacer.run(true, () =>
+        compactContinuations(redis, queuePrefix, taken, now - compactAfterMs, COMPACT_BATCH, { now }),
+      );
       compacted += results.reduce((n, r) => n + r.compacted, 0);
       open = results.filter((r) => r.more).map((r) => r.queue);
     }

@@ -9,7 +9,7 @@ import { eventually, makeResources } from "@rendezvous/testkit";
 import { Queue, Worker } from "bullmq";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { continuationQueueName, Dispatcher, Scheduler } from "../src/index.js";
-import { Compaction } from "../src/retention.js";
+import { COMPACT_BATCH, Compaction } from "../src/retention.js";
 
 type Res = ReturnType<typeof makeResources>;
 const QUEUE = continuationQueueName("acme");
@@ -306,6 +306,22 @@ describe("compaction of completed continuation jobs", () => {
     expect(results.map((r) => r.queue)).toEqual(queues);
     expect(pipelines).toHaveBeenCalledTimes(3);
     pipelines.mockRestore();
+  });
+
+  it("takes a backlog in one run, in rounds of COMPACT_BATCH jobs (a call per round trip)", async () => {
+    const { res, queue, dispatcher, jobKey } = setup({ continuationCompactAfterMs: 0 });
+    await dispatcher.start();
+    const n = 2 * COMPACT_BATCH + 5;
+    const ids = await resolved(res, queue, n, "r");
+    const worker = hostWorker(res);
+    await eventually(async () => (await queue.getCompletedCount()) === n || undefined);
+    await worker.close();
+    const pipelines = vi.spyOn(res.redis, "pipeline");
+    expect(await new Compaction().run(res.redis, res.queuePrefix, [QUEUE], 0)).toBe(n);
+    // two full calls, then the rest: each call holds Redis for at most COMPACT_BATCH jobs
+    expect(pipelines).toHaveBeenCalledTimes(3);
+    pipelines.mockRestore();
+    for (const id of ids) expect(await res.redis.hget(jobKey(id), "data")).toBe('{"compacted":true}');
   });
 
   it("keeps to a budget of calls per run, the next run going on with the queues left", async () => {
