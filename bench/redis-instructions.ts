@@ -27,6 +27,9 @@
  *   that look;
  * - compact: the scheduler's compaction of N completed continuation jobs
  *   (lua/compactContinuations-2.lua, calls of 500).
+ * - expire: the scheduler's retention (workers' `expireOutlived`) of the records of N
+ *   resolved events (settled waits, event and dedup records, run positions; ingest calls of
+ *   `--ingest-batch`), their retention and dedup window 1 s.
  *
  * It prints instructions per event for each and their ratio. Under valgrind redis-server
  * runs some 50× slower, so N is small (default 5,000).
@@ -37,7 +40,7 @@
  * `--match-shape any-of|count-3` makes the match case's waits any-of two types, or count 3
  * (three events per wait: per event, two collect and one resolves);
  * `--only CASE` runs one case (raw, ingest, match, dispatch, accept, quota,
- * add, complete, complete-keep, compact, timeout); `--keep DIR` copies each case's dump to
+ * add, complete, complete-keep, compact, expire, timeout); `--keep DIR` copies each case's dump to
  * DIR/<case>.callgrind for `callgrind_annotate --inclusive=yes DIR/ingest.callgrind`.
  */
 import { spawnSync } from "node:child_process";
@@ -56,6 +59,7 @@ import {
 import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { pino } from "pino";
+import { expireOutlived } from "@rendezvous/workers";
 import { parseArgs } from "./lib/args.js";
 import { acceptLikeStart, benchResources, dispatchAll, registerFor, resolveWaits } from "./lib/resolved-waits.js";
 
@@ -90,6 +94,7 @@ const CASES = [
   "complete",
   "complete-keep",
   "compact",
+  "expire",
   "timeout",
   "register",
   "promote",
@@ -369,6 +374,31 @@ const compact = await measure("compact", async (url) => {
 });
 
 /**
+ * Retention as the scheduler runs it (`expireOutlived`, workers/src/retention.ts): the
+ * records of N events that each resolved a wait (the settled wait, the event record, the
+ * dedup record, the run position; ingest calls of `--ingest-batch` events), made before the
+ * zeroing with a retention and dedup window of 1 s, then removed.
+ */
+const expire = await measure("expire", async (url) => {
+  const runs = new Map<number, Resources>();
+  for (const n of [BATCH, EVENTS]) {
+    const res = benchResources(url, `rx${n}`, { retentionMs: 1000, dedupWindowMs: 1000 });
+    await deployment(res);
+    await acceptLikeStart(res);
+    const events = Array.from({ length: n }, () => event(seq++));
+    await registerFor(res, events);
+    for (let i = 0; i < n; i += INGEST_BATCH) await res.store.ingest("bench", "loader", events.slice(i, i + INGEST_BATCH));
+    runs.set(n, res);
+  }
+  await new Promise((r) => setTimeout(r, 1100));
+  return async (n) => {
+    const res = runs.get(n) as Resources;
+    await expireOutlived(res.store, res.store.keys.allPartitions());
+    if (n === EVENTS) for (const r of runs.values()) await r.close();
+  };
+});
+
+/**
  * Timeouts as the scheduler fires them: N due waits of one tenant (16 partitions, the
  * matchers' groups caught up on a stream holding earlier events), in steps of
  * `--timeout-step` (50, the scheduler's default) through `store.timeoutMany`.
@@ -482,6 +512,7 @@ console.log(`job add (addBulk of 500)        ${count(add)}`);
 console.log(`job add + complete, age removal ${count(complete)}`);
 console.log(`job add + complete, kept        ${count(completeKeep)}`);
 console.log(`compaction (one completed job)  ${count(compact)}`);
+console.log(`retention (one resolved event's records, ingest calls of ${INGEST_BATCH}) ${count(expire)}`);
 console.log(`timeout (one due wait, steps of ${TIMEOUT_STEP}) ${count(timeout)}`);
 console.log(`register (one wait, timeoutMs ${WAIT_TIMEOUT_MS || "none"}) ${count(register)}`);
 console.log(`promote (one parked deadline into the deadline index) ${count(promote)}`);

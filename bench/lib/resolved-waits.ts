@@ -4,7 +4,14 @@
  * `rendezvous start`, which matches what it appends (acceptEvents); and a Dispatcher
  * handing resolved waits out.
  */
-import { type AcceptMatcher, createResources, MATCHER_GROUP, parseConfig, type Resources } from "@rendezvous/engine";
+import {
+  type AcceptMatcher,
+  type ConfigInput,
+  createResources,
+  MATCHER_GROUP,
+  parseConfig,
+  type Resources,
+} from "@rendezvous/engine";
 import { Dispatcher } from "@rendezvous/workers";
 import { pino } from "pino";
 
@@ -15,15 +22,15 @@ export interface BenchEvent {
   payload: Record<string, unknown>;
 }
 
-/** The resources of one case, 16 partitions, under `prefix`. */
-export function benchResources(url: string, prefix: string): Resources {
+/** The resources of one case, 16 partitions, under `prefix` (`config`: more settings). */
+export function benchResources(url: string, prefix: string, config: Partial<ConfigInput> = {}): Resources {
   return createResources({
     redisUrl: url,
     prefix,
     // (under callgrind a step takes some 50× as long: with the default claimIdleMs of 5 s a
     // dispatcher would claim entries still being handed out and count their second
     // dispatch; a crash is not what the cases measure, and no other case runs a consumer)
-    config: parseConfig({ partitions: 16, claimIdleMs: 3_600_000 }),
+    config: parseConfig({ partitions: 16, claimIdleMs: 3_600_000, ...config }),
     logger: pino({ level: "silent" }),
   });
 }
