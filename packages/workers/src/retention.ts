@@ -1,26 +1,56 @@
 /**
  * Retention: removes what has outlived its time (settled waits, buffered events, event
- * and dedup records, refusals) in the given partitions, in bounded steps: at most
- * EXPIRE_ROUNDS pipelined rounds of EXPIRE_BATCH records per partition, a partition
- * leaving the rounds once it has nothing more to remove. The Scheduler runs it at the
- * end of each sweep; what one run leaves, the next takes. It recounts the tenants'
- * quota counts too (QuotaRecount), in rounds, and compacts completed continuation jobs
- * (compactCompleted).
+ * and dedup records, refusals) in the given partitions, in bounded steps: one partition's
+ * call of at most EXPIRE_BATCH expiry entries per step, each step followed by a rest as long
+ * as it took, at most EXPIRE_ROUNDS rounds over the partitions, a partition leaving the
+ * rounds once it has nothing more to remove, no step started after the run's time budget
+ * (UPKEEP_BUDGET_MS). The Scheduler runs it at the end of each sweep; what one run leaves,
+ * the next takes. It recounts the tenants' quota counts too (QuotaRecount), in rounds, and
+ * compacts completed continuation jobs (Compaction).
  */
 import { compactContinuations, Pacer, type RedisLike, type Store } from "@rendezvous/engine";
 
-/** Records removed per partition per expiry call, and calls per run. */
-const EXPIRE_BATCH = 500;
-const EXPIRE_ROUNDS = 4;
+/**
+ * Expiry entries per call, and rounds per run (2,000 entries per partition). A call holds
+ * Redis while it runs (an entry of a single-event ingest or a settled wait ~8 µs on a fast
+ * VM) and calls pipelined run back to back: a step is one partition's call, so the resolve
+ * path waits for at most ~100 entries' work, where a round of 16 pipelined calls of 500 held
+ * Redis ~60 ms on a fast VM and 200+ on a slow one. Smaller steps cost ~2 % more Redis
+ * instructions (`npm run bench:redis-instructions -- --only expire`: 269,481 → 274,640 per
+ * resolved event), their run-position forgets going in more calls.
+ */
+const EXPIRE_BATCH = 100;
+const EXPIRE_ROUNDS = 20;
 
-/** One retention run over `partitions`; how many records it removed. */
-export async function expireOutlived(store: Store, partitions: readonly number[]): Promise<number> {
+/**
+ * The wall time after which a run of the sweep's upkeep (retention; then, with a budget of
+ * its own, compaction) starts no further step, ms: with the rests, a backlog does not hold
+ * the sweep (and the timeouts' scheduling of the next one) for long.
+ */
+export const UPKEEP_BUDGET_MS = 250;
+
+/**
+ * One retention run over `partitions`; how many records it removed. `pacer` rests after each
+ * step as long as it took (the caller's own, so nothing else waits for it); `until`: the
+ * performance.now() after which no step starts.
+ */
+export async function expireOutlived(
+  store: Store,
+  partitions: readonly number[],
+  pacer: Pacer = new Pacer(1),
+  until = Number.POSITIVE_INFINITY,
+): Promise<number> {
   let open = [...partitions];
   let expired = 0;
   for (let round = 0; round < EXPIRE_ROUNDS && open.length > 0; round++) {
-    const results = await store.expireMany(open, EXPIRE_BATCH);
-    expired += results.reduce((n, r) => n + r.handled, 0);
-    open = open.filter((_, i) => results[i]?.more);
+    const more: number[] = [];
+    for (const partition of open) {
+      if (performance.now() >= until) return expired;
+      const [r] = await pacer.run(true, () => store.expireMany([partition], EXPIRE_BATCH));
+      expired += r?.handled ?? 0;
+      if (r?.more) more.push(partition);
+    }
+    open = more;
   }
   return expired;
 }
@@ -63,7 +93,8 @@ export class QuotaRecount {
  * it: small calls keep that wait short. After each round the run rests as long as the round
  * took (a Pacer of its own, so only the compaction waits), so a backlog (after a burst, or a
  * scheduler outage) takes at most about half of Redis's time and no run of calls back to back
- * holds up every hop of an event: 200 rounds take 2,000 jobs per queue per run.
+ * holds up every hop of an event: 200 rounds take 2,000 jobs per queue per run (within
+ * UPKEEP_BUDGET_MS of wall time).
  * COMPACT_BUDGET bounds the calls of a run over all queues (COMPACT_CHUNK of them per round
  * trip): with more queues than that, a run goes on where the last one stopped.
  */
@@ -87,20 +118,21 @@ export class Compaction {
 
   constructor(readonly budget = COMPACT_BUDGET) {}
 
-  /** One run; how many jobs it compacted. */
+  /** One run; how many jobs it compacted. `until`: the performance.now() after which no round starts. */
   async run(
     redis: RedisLike,
     queuePrefix: string,
     queues: readonly string[],
     compactAfterMs: number,
     now = Date.now(),
+    until = Number.POSITIVE_INFINITY,
   ): Promise<number> {
     if (queues.length === 0) return 0;
     const start = this.#next % queues.length;
     let open = [...queues.slice(start), ...queues.slice(0, start)];
     let left = this.budget;
     let compacted = 0;
-    for (let round = 0; round < COMPACT_ROUNDS && open.length > 0 && left > 0; round++) {
+    for (let round = 0; round < COMPACT_ROUNDS && open.length > 0 && left > 0 && performance.now() < until; round++) {
       const taken = open.slice(0, left);
       left -= taken.length;
       if (round === 0) this.#next = (start + taken.length) % queues.length;

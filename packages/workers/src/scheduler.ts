@@ -32,7 +32,7 @@ import { continuationQueues } from "@rendezvous/protocol";
 import { type Job, type Queue, Worker } from "bullmq";
 import { addFiring, type FireResult, fireInSteps, noFiring } from "./firing.js";
 import { type BucketJob, TIMEOUT_QUEUE, TimeoutPlanner } from "./planner.js";
-import { Compaction, expireOutlived, QuotaRecount } from "./retention.js";
+import { Compaction, expireOutlived, QuotaRecount, UPKEEP_BUDGET_MS } from "./retention.js";
 
 export interface SchedulerOptions {
   /** bucket width: a timeout fires at most this late plus processing @defaultValue 20 */
@@ -344,13 +344,16 @@ export class Scheduler {
 
   readonly #recount = new QuotaRecount();
   readonly #compaction = new Compaction();
+  /** rests after each retention step as long as it took; its own, so the dispatcher never waits for it */
+  readonly #retentionPacer = new Pacer(1);
 
   /**
    * Retention over this process's partitions (retention.ts), then a step of the quota
    * recount and the compaction of completed continuation jobs; how many records it removed.
    */
   async expire(): Promise<number> {
-    const expired = await expireOutlived(this.#res.store, this.#o.partitions);
+    const until = performance.now() + UPKEEP_BUDGET_MS;
+    const expired = await expireOutlived(this.#res.store, this.#o.partitions, this.#retentionPacer, until);
     const { tenants, quotaRecountMs } = this.#res.config;
     await this.#recount.step(this.#res.store, Object.keys(tenants), quotaRecountMs);
     await this.compact();
@@ -361,12 +364,19 @@ export class Scheduler {
    * Compacts the completed continuation jobs of every queue of the registry's tenants and
    * groups finished `continuationCompactAfterMs` ago or earlier (retention.ts); how many.
    */
-  compact(now = Date.now()): Promise<number> {
+  compact(now = Date.now(), until = performance.now() + UPKEEP_BUDGET_MS): Promise<number> {
     const { tenants, continuationCompactAfterMs, continuationRetentionMs } = this.#res.config;
     // jobs removed before they are due: nothing to compact
     if (continuationCompactAfterMs >= continuationRetentionMs) return Promise.resolve(0);
     const queues = continuationQueues(tenants);
     // background work: on the shared connection (as the retention), not the timeouts' own
-    return this.#compaction.run(this.#res.store.redis, this.#res.queuePrefix, queues, continuationCompactAfterMs, now);
+    return this.#compaction.run(
+      this.#res.store.redis,
+      this.#res.queuePrefix,
+      queues,
+      continuationCompactAfterMs,
+      now,
+      until,
+    );
   }
 }

@@ -1,6 +1,7 @@
+import { Pacer } from "@rendezvous/engine";
 import { eventually, makeResources } from "@rendezvous/testkit";
 import { describe, expect, it } from "vitest";
-import { Scheduler } from "../src/index.js";
+import { expireOutlived, Scheduler } from "../src/index.js";
 
 const spec = (runId: string, correlationId: string, timeoutMs: number) => ({
   runId,
@@ -151,6 +152,21 @@ describe("scheduler", () => {
 });
 
 describe("retention", () => {
+  it("takes no step after its time budget; the next run takes what it left", async () => {
+    const res = makeResources({ retentionMs: 100, dedupWindowMs: 100 });
+    const { wait } = await res.store.register("acme", spec("run-b", "job-b", 60_000));
+    await res.store.cancel("acme", wait.id);
+    await res.store.ingest("acme", "svc", [{ id: "eb", type: "job.done", correlationId: "nobody" }]);
+    await new Promise((r) => setTimeout(r, 150));
+    const partitions = res.store.keys.allPartitions();
+    expect(await expireOutlived(res.store, partitions, new Pacer(1), performance.now())).toBe(0);
+    expect(await res.store.getWait("acme", wait.id)).not.toBeNull();
+    // the wait, the event record and the dedup record
+    expect(await expireOutlived(res.store, partitions)).toBe(3);
+    expect(await res.store.getWait("acme", wait.id)).toBeNull();
+    expect(await res.store.getEvent("acme", "svc", "eb")).toBeNull();
+  });
+
   it("the sweeper removes settled waits and event records once their retention has passed", async () => {
     const res = makeResources({ retentionMs: 200, dedupWindowMs: 300 });
     const scheduler = new Scheduler(res, { sweepIntervalMs: 100 });
