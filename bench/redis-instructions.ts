@@ -56,10 +56,10 @@ import {
   type Resources,
   startRedisServer,
 } from "@rendezvous/engine";
+import { expireOutlived } from "@rendezvous/workers";
 import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { pino } from "pino";
-import { expireOutlived } from "@rendezvous/workers";
 import { parseArgs } from "./lib/args.js";
 import { acceptLikeStart, benchResources, dispatchAll, registerFor, resolveWaits } from "./lib/resolved-waits.js";
 
@@ -387,7 +387,8 @@ const expire = await measure("expire", async (url) => {
     await acceptLikeStart(res);
     const events = Array.from({ length: n }, () => event(seq++));
     await registerFor(res, events);
-    for (let i = 0; i < n; i += INGEST_BATCH) await res.store.ingest("bench", "loader", events.slice(i, i + INGEST_BATCH));
+    for (let i = 0; i < n; i += INGEST_BATCH)
+      await res.store.ingest("bench", "loader", events.slice(i, i + INGEST_BATCH));
     runs.set(n, res);
   }
   await new Promise((r) => setTimeout(r, 1100));
