@@ -41,17 +41,19 @@ export async function measureWakeFloor(url: string, samples = 1000, gapMs = 2): 
   }
 }
 
+/** p50 / p99 / max of one way, ms. */
+const spread = (s: Summary) => `${s.p50.toFixed(3)} / ${s.p99.toFixed(3)} / ${s.max.toFixed(2)}`;
+
 /** The floor as one line: p50 / p99 / max of each way. */
 export function wakeFloorLine(f: WakeFloor): string {
-  const ms = (s: Summary) => `${s.p50.toFixed(3)} / ${s.p99.toFixed(3)} / ${s.max.toFixed(2)}`;
-  return `one Redis round trip (PING) after ${f.gapMs} ms idle, p50 / p99 / max ms: ${ms(f.idle)}; back to back: ${ms(f.busy)} (${f.idle.count} each)`;
+  return `one Redis round trip (PING) after ${f.gapMs} ms idle, p50 / p99 / max ms: ${spread(f.idle)}; back to back: ${spread(f.busy)} (${f.idle.count} each)`;
 }
 
 /** The floor as a row of `npm run bench`: metric, value and the back-to-back figures beside. */
 export function wakeFloorCells(f: WakeFloor): { metric: string; value: string; target: string } {
   return {
     metric: `the machine: one Redis round trip after ${f.gapMs} ms idle, p50 / p99 / max ms (${f.idle.count})`,
-    value: `${f.idle.p50.toFixed(3)} / ${f.idle.p99.toFixed(3)} / ${f.idle.max.toFixed(2)}`,
+    value: spread(f.idle),
     target: `back to back ${f.busy.p50.toFixed(3)} / ${f.busy.p99.toFixed(3)}`,
   };
 }

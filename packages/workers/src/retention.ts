@@ -14,10 +14,10 @@ import { compactContinuations, Pacer, type RedisLike, type Store } from "@rendez
  * Expiry entries per call, and rounds per run (2,000 entries per partition). A call holds
  * Redis while it runs (an entry of a single-event ingest or a settled wait ~8 µs on a fast
  * VM) and calls pipelined run back to back: a step is one partition's call, so the resolve
- * path waits for at most ~100 entries' work, where a round of 16 pipelined calls of 500 held
- * Redis ~60 ms on a fast VM and 200+ on a slow one. Smaller steps cost ~2 % more Redis
- * instructions (`npm run bench:redis-instructions -- --only expire`: 269,481 → 274,640 per
- * resolved event), their run-position forgets going in more calls.
+ * path waits for at most ~100 entries' work (16 pipelined calls of 500 would hold Redis for
+ * 130–270 ms with a backlog on this VM). The small steps cost ~2.5 % more Redis instructions
+ * than such rounds (`npm run bench:redis-instructions -- --only expire --ingest-batch 1`:
+ * 275,941 per resolved event against 269,131), their run-position forgets going in more calls.
  */
 const EXPIRE_BATCH = 100;
 const EXPIRE_ROUNDS = 20;
