@@ -35,6 +35,8 @@
  * runs some 50× slower, so N is small (default 5,000).
  *
  * `--ingest-batch N` sets the events per ingest call (1: the single-event path);
+ * `--accept-batch N` the events per call of the accept case (default 1; 100: a batch request);
+ * `--compact-batch N` the jobs per call of the compact case (default 500; 10: the scheduler's);
  * `--legacy-index` measures a deployment created before 2026-12-01, whose wait indexes
  * may hold legacy members (the match reads their ranges too; docs/architecture.md);
  * `--match-shape any-of|count-3` makes the match case's waits any-of two types, or count 3
@@ -68,6 +70,10 @@ const EVENTS = args.number("events", 5000);
 const BATCH = 500;
 /** events per store.ingest call (--ingest-batch 1: the single-event path) */
 const INGEST_BATCH = args.number("ingest-batch", BATCH);
+/** events per accept call (--accept-batch 100: a batch request's ingest in `start`) */
+const ACCEPT_BATCH = args.number("accept-batch", 1);
+/** jobs per compaction call (--compact-batch 10: the scheduler's, workers' COMPACT_BATCH) */
+const COMPACT_BATCH = args.number("compact-batch", BATCH);
 const NOTE = "n".repeat(120);
 const ONLY = args.string("only", "");
 /** the waits of the match case: one type (default), `any-of` (two types), `count-3` */
@@ -276,7 +282,10 @@ const accept = await measure("accept", async (url) => {
   await registerFor(res, events, WAIT_TIMEOUT_MS || undefined);
   await acceptLikeStart(res);
   return async (n) => {
-    for (const e of events.splice(0, n)) await res.store.ingest("bench", "loader", [e]);
+    const mine = events.splice(0, n);
+    for (let i = 0; i < mine.length; i += ACCEPT_BATCH) {
+      await res.store.ingest("bench", "loader", mine.slice(i, i + ACCEPT_BATCH));
+    }
     if (n === EVENTS) await res.close();
   };
 });
@@ -366,7 +375,7 @@ const compact = await measure("compact", async (url) => {
   const redis = new Redis(url);
   return async (n) => {
     for (;;) {
-      const [r] = await compactContinuations(redis, `rz${n}`, [QUEUE], Date.now(), BATCH);
+      const [r] = await compactContinuations(redis, `rz${n}`, [QUEUE], Date.now(), COMPACT_BATCH);
       if (!r?.more) break;
     }
     if (n === EVENTS) redis.disconnect();
@@ -507,12 +516,14 @@ console.log(`store.ingest (batches of ${INGEST_BATCH})   ${count(ingest)}`);
 console.log(`ratio ingest / XADD             ${(ingest / raw).toFixed(2)}`);
 console.log(`store.match (${MATCH_SHAPE === "one" ? "resolves one wait" : `${MATCH_SHAPE} waits`}) ${count(match)}`);
 console.log(`dispatch (one resolved wait)    ${count(dispatch)}`);
-console.log(`accept, one event per call (dedup + acceptEvents, resolves one wait) ${count(accept)}`);
+console.log(
+  `accept, ${ACCEPT_BATCH === 1 ? "one event" : `${ACCEPT_BATCH} events`} per call (dedup + acceptEvents, resolves one wait) ${count(accept)}`,
+);
 console.log(`quota check (one request)      ${count(quota)}`);
 console.log(`job add (addBulk of 500)        ${count(add)}`);
 console.log(`job add + complete, age removal ${count(complete)}`);
 console.log(`job add + complete, kept        ${count(completeKeep)}`);
-console.log(`compaction (one completed job)  ${count(compact)}`);
+console.log(`compaction (one completed job, calls of ${COMPACT_BATCH})  ${count(compact)}`);
 console.log(`retention (one resolved event's records, ingest calls of ${INGEST_BATCH}) ${count(expire)}`);
 console.log(`timeout (one due wait, steps of ${TIMEOUT_STEP}) ${count(timeout)}`);
 console.log(`register (one wait, timeoutMs ${WAIT_TIMEOUT_MS || "none"}) ${count(register)}`);

@@ -50,22 +50,26 @@ local STUB = '{"compacted":true}'
 local NAMES = { "timestamp", "processedOn", "finishedOn", "atm" }
 
 -- reduces the continuation jobs among `ids` not yet compacted; how many it reduced
-local function compact(ids)
+-- (`mostlyDone`: most of them are compacted already, the trailing walk's case: each is
+-- first asked whether it still has `opts`, a reply of one integer instead of six fields)
+local function compact(ids, mostlyDone)
   local n = 0
   for _, id in ipairs(ids) do
     local key = jobPrefix .. id
-    local f = redis.call("HMGET", key, "name", "opts", "timestamp", "processedOn", "finishedOn", "atm")
-    if f[1] == "continuation" and f[2] then
-      redis.call("DEL", key)
-      local kept = { "name", f[1], "data", STUB }
-      for j = 1, 4 do
-        if f[j + 2] then
-          kept[#kept + 1] = NAMES[j]
-          kept[#kept + 1] = f[j + 2]
+    if not mostlyDone or redis.call("HEXISTS", key, "opts") == 1 then
+      local f = redis.call("HMGET", key, "name", "opts", "timestamp", "processedOn", "finishedOn", "atm")
+      if f[1] == "continuation" and f[2] then
+        redis.call("DEL", key)
+        local kept = { "name", f[1], "data", STUB }
+        for j = 1, 4 do
+          if f[j + 2] then
+            kept[#kept + 1] = NAMES[j]
+            kept[#kept + 1] = f[j + 2]
+          end
         end
+        redis.call("HSET", key, unpack(kept))
+        n = n + 1
       end
-      redis.call("HSET", key, unpack(kept))
-      n = n + 1
     end
   end
   return n
@@ -102,7 +106,7 @@ if cursor[2] then
   local stop = math.min(from, start + limit) - 1
   if stop >= start then
     local ids = redis.call("ZRANGE", keys.completed, start, stop)
-    compacted = compacted + compact(ids)
+    compacted = compacted + compact(ids, true)
     examined = examined + #ids
   end
   if stop < start and not cursor[3] then
