@@ -55,6 +55,19 @@ export async function expireOutlived(
   return expired;
 }
 
+/**
+ * Retention as the Scheduler runs it at the end of each sweep: expireOutlived with a pacer of
+ * its own, so only the retention rests after its steps (the dispatcher never waits for it).
+ */
+export class Retention {
+  readonly #pacer = new Pacer(1);
+
+  /** One run over `partitions`; how many records it removed. `until`: as expireOutlived's. */
+  run(store: Store, partitions: readonly number[], until = Number.POSITIVE_INFINITY): Promise<number> {
+    return expireOutlived(store, partitions, this.#pacer, until);
+  }
+}
+
 /** Tenants recounted per step (one step per sweep, so per second by default). */
 export const RECOUNT_PER_STEP = 200;
 

@@ -32,7 +32,7 @@ import { continuationQueues } from "@rendezvous/protocol";
 import { type Job, type Queue, Worker } from "bullmq";
 import { addFiring, type FireResult, fireInSteps, noFiring } from "./firing.js";
 import { type BucketJob, TIMEOUT_QUEUE, TimeoutPlanner } from "./planner.js";
-import { Compaction, expireOutlived, QuotaRecount, UPKEEP_BUDGET_MS } from "./retention.js";
+import { Compaction, QuotaRecount, Retention, UPKEEP_BUDGET_MS } from "./retention.js";
 
 export interface SchedulerOptions {
   /** bucket width: a timeout fires at most this late plus processing @defaultValue 20 */
@@ -344,8 +344,7 @@ export class Scheduler {
 
   readonly #recount = new QuotaRecount();
   readonly #compaction = new Compaction();
-  /** rests after each retention step as long as it took; its own, so the dispatcher never waits for it */
-  readonly #retentionPacer = new Pacer(1);
+  readonly #retention = new Retention();
 
   /**
    * Retention over this process's partitions (retention.ts), then a step of the quota
@@ -353,7 +352,7 @@ export class Scheduler {
    */
   async expire(): Promise<number> {
     const until = performance.now() + UPKEEP_BUDGET_MS;
-    const expired = await expireOutlived(this.#res.store, this.#o.partitions, this.#retentionPacer, until);
+    const expired = await this.#retention.run(this.#res.store, this.#o.partitions, until);
     const { tenants, quotaRecountMs } = this.#res.config;
     await this.#recount.step(this.#res.store, Object.keys(tenants), quotaRecountMs);
     await this.compact();
