@@ -4,7 +4,8 @@
  * to the resolve-path ceiling measured first on the same server:
  *
  * - a continuation job (Wait-sized data, the dispatcher's options) added by BullMQ's
- *   `addBulk` or by `add` per job, in steps of 1, 2, 4, 8, 16 and 50 jobs, one step at a time;
+ *   `addBulk`, by `add` per job, or in one script call per step (the dispatcher's way:
+ *   workers' job-adds.ts), in steps of 1, 2, 4, 8, 16 and 50 jobs, one step at a time;
  * - two commands (an HSET and an XACK: the annotation and the ack) sent by an ioredis
  *   pipeline or straight on the connection in one socket write, on a connection that
  *   defines no scripts (as the engine's): what a pipeline costs without scripts to copy;
@@ -14,6 +15,7 @@
  * the two ways, medians printed. Usage: npm run bench:handout [-- --rounds 5] [-- --quick]
  */
 import { iso } from "@rendezvous/engine";
+import { addJobsInOneCall } from "@rendezvous/workers";
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import { parseArgs } from "./lib/args.js";
@@ -72,6 +74,7 @@ async function measure(units: number, perStep: number, step: () => Promise<unkno
 }
 
 const median = (xs: number[]) => summarize(xs).p50;
+const warnOnce = (msg: string) => console.warn(msg);
 
 interface Case {
   name: string;
@@ -88,6 +91,10 @@ const cases: Case[] = [1, 2, 4, 8, 16, 50].map((size) => ({
   ways: {
     addBulk: () => queue.addBulk(Array.from({ length: size }, job)),
     add: () => Promise.all(Array.from({ length: size }, job).map((j) => queue.add(j.name, j.data, j.opts))),
+    "one call": () => {
+      const jobs = Array.from({ length: size }, job);
+      return addJobsInOneCall(queue, conn, jobs, () => queue.addBulk(jobs), warnOnce);
+    },
   },
 }));
 // the engine's connections define no scripts (BullMQ's connection defines 64, which every pipeline on it copies)

@@ -20,7 +20,9 @@
  *   rateLimitPerSec, all three limits set, none reached), one script call each; a batch
  *   request makes one check for all its events.
  *
- * - add: N continuation jobs added (Wait-sized data, `addBulk` of 500), nothing else;
+ * - add: N continuation jobs added (Wait-sized data, in steps of 500 by the dispatcher's one
+ *   script call per step; `--add-step N` sets the step, `--add-bulk` adds by BullMQ's
+ *   `addBulk` instead), nothing else; complete and compact add their jobs the same way;
  * - complete: a BullMQ worker completing N continuation jobs (Wait-sized data) added with
  *   the dispatcher's `removeOnComplete: { age }` (BullMQ looks for jobs past the age on
  *   every completion), and `complete-keep` the same with no removal at all, for the cost of
@@ -58,7 +60,7 @@ import {
   type Resources,
   startRedisServer,
 } from "@rendezvous/engine";
-import { expireOutlived } from "@rendezvous/workers";
+import { addJobsInOneCall, expireOutlived } from "@rendezvous/workers";
 import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { pino } from "pino";
@@ -74,6 +76,9 @@ const INGEST_BATCH = args.number("ingest-batch", BATCH);
 const ACCEPT_BATCH = args.number("accept-batch", 1);
 /** jobs per compaction call (--compact-batch 10: the scheduler's, workers' COMPACT_BATCH) */
 const COMPACT_BATCH = args.number("compact-batch", BATCH);
+/** jobs per add (--add-step N), by the dispatcher's one script call (default) or `--add-bulk` */
+const ADD_STEP = args.number("add-step", BATCH);
+const ADD_BULK = args.flag("add-bulk");
 const NOTE = "n".repeat(120);
 const ONLY = args.string("only", "");
 /** the waits of the match case: one type (default), `any-of` (two types), `count-3` */
@@ -325,18 +330,18 @@ const QUEUE = "continuations.bench";
 async function completeJobs(url: string, prefix: string, n: number, keep: boolean, work = true): Promise<void> {
   const connection = new Redis(url, { maxRetriesPerRequest: null });
   const queue = new Queue(QUEUE, { connection, prefix });
-  for (let i = 0; i < n; i += BATCH) {
-    await queue.addBulk(
-      Array.from({ length: Math.min(BATCH, n - i) }, (_, j) => ({
-        name: "continuation",
-        data: { ...WAIT_DATA, id: `w${i + j}` },
-        opts: {
-          jobId: `w${i + j}`,
-          removeOnComplete: keep ? false : { age: 86_400 },
-          removeOnFail: { age: 7 * 86_400 },
-        },
-      })),
-    );
+  for (let i = 0; i < n; i += ADD_STEP) {
+    const jobs = Array.from({ length: Math.min(ADD_STEP, n - i) }, (_, j) => ({
+      name: "continuation",
+      data: { ...WAIT_DATA, id: `w${i + j}` },
+      opts: {
+        jobId: `w${i + j}`,
+        removeOnComplete: keep ? false : { age: 86_400 },
+        removeOnFail: { age: 7 * 86_400 },
+      },
+    }));
+    if (ADD_BULK) await queue.addBulk(jobs);
+    else await addJobsInOneCall(queue, connection, jobs, () => queue.addBulk(jobs), console.warn);
   }
   if (!work) {
     await queue.close();
@@ -520,7 +525,7 @@ console.log(
   `accept, ${ACCEPT_BATCH === 1 ? "one event" : `${ACCEPT_BATCH} events`} per call (dedup + acceptEvents, resolves one wait) ${count(accept)}`,
 );
 console.log(`quota check (one request)      ${count(quota)}`);
-console.log(`job add (addBulk of 500)        ${count(add)}`);
+console.log(`job add (${ADD_BULK ? "addBulk" : "one call"} of ${ADD_STEP})        ${count(add)}`);
 console.log(`job add + complete, age removal ${count(complete)}`);
 console.log(`job add + complete, kept        ${count(completeKeep)}`);
 console.log(`compaction (one completed job, calls of ${COMPACT_BATCH})  ${count(compact)}`);

@@ -186,3 +186,4 @@ export {
   tracingWanted,
 } from "./tracing.js";
 export { Code, type CodeName, type CodeValue } from "./transitions/replies.js";
+export { type ArgValue, foreignScript } from "./transitions/run.js";

@@ -38,6 +38,7 @@ import {
 } from "@rendezvous/engine";
 import { continuationQueueName, continuationQueueOf, type Wait } from "@rendezvous/protocol";
 import { Queue } from "bullmq";
+import { addJobsInOneCall, type JobToAdd } from "./job-adds.js";
 import { WEBHOOK_QUEUE, WebhookDeliveries } from "./webhooks.js";
 
 /** Queue of a tenant's continuations (docs/api.md, Continuations): defined by @rendezvous/protocol, re-exported here. */
@@ -80,24 +81,6 @@ interface Handout {
   queue: string;
   trace: TraceCarrier | undefined;
   span: TraceSpan | undefined;
-}
-
-/**
- * Steps of fewer jobs than this add them one by one. BullMQ's `addBulk` builds an ioredis
- * pipeline, and a pipeline copies every script its connection defines onto itself:
- * BullMQ's 64, ~40 µs. Measured against a real redis-server (`npm run bench:handout`,
- * docs/performance.md, ninth round): one job 199 µs of CPU by `addBulk`, 110 by `add`;
- * about even at four to eight jobs; fifty 25 µs per job by `addBulk`, 32 by `add`.
- */
-const BULK_FROM = 5;
-
-/** A job as BullMQ's `addBulk` takes it. */
-type JobToAdd = Parameters<Queue["addBulk"]>[0][number];
-
-/** Adds jobs to a queue, each idempotent by its job id: one command each, or one pipeline from BULK_FROM on. */
-function addJobs(queue: Queue, jobs: JobToAdd[]): Promise<unknown> {
-  if (jobs.length >= BULK_FROM) return queue.addBulk(jobs);
-  return Promise.all(jobs.map((job) => queue.add(job.name, job.data, job.opts)));
 }
 
 /** The job options' telemetry of a trace context (none without one). */
@@ -163,6 +146,19 @@ export class Dispatcher {
   }
 
   /** The BullMQ queue (cached) of a tenant's continuations, or of webhook deliveries. */
+  /** Adds a step's jobs to the queue `name`, each idempotent by its job id: one script call (job-adds.ts). */
+  #addJobs(name: string, jobs: JobToAdd[]): Promise<unknown> {
+    const queue = this.queue(name);
+    const [one] = jobs;
+    return addJobsInOneCall(
+      queue,
+      this.#queueConn,
+      jobs,
+      () => (one && jobs.length === 1 ? queue.add(one.name, one.data, one.opts) : queue.addBulk(jobs)),
+      (msg) => this.#res.logger.warn({ queue: name }, msg),
+    );
+  }
+
   queue(name: string): Queue {
     let q = this.#queues.get(name);
     if (!q) {
@@ -240,8 +236,8 @@ export class Dispatcher {
     }
     // the continuation jobs of every queue and the webhook deliveries in one round trip
     const adds = [...byQueue].map(([name, list]) =>
-      addJobs(
-        this.queue(name),
+      this.#addJobs(
+        name,
         list.map(({ wait, trace }) => ({
           name: "continuation",
           data: wait,
@@ -257,8 +253,8 @@ export class Dispatcher {
     );
     if (hooks.length > 0) {
       adds.push(
-        addJobs(
-          this.queue(WEBHOOK_QUEUE),
+        this.#addJobs(
+          WEBHOOK_QUEUE,
           hooks.map(({ wait, trace }) => ({
             name: "webhook",
             data: { tenant: wait.tenant, waitId: wait.id },

@@ -101,7 +101,8 @@ export class QuotaRecount {
 
 /**
  * Completed continuation jobs examined per queue per call, and calls per run. A call holds
- * Redis while it runs (some 80k instructions per job: 10 jobs ~0.2 ms on a fast 2-core VM,
+ * Redis while it runs (some 100k instructions per job in calls of 10, `npm run
+ * bench:redis-instructions -- --only compact --compact-batch 10`: ~0.2 ms on a fast 2-core VM,
  * ~1 ms on a slow one), and a command of the resolve path that arrives meanwhile waits for
  * it: small calls keep that wait short. After each round the run rests as long as the round
  * took (a Pacer of its own, so only the compaction waits), so a backlog (after a burst, or a

@@ -108,6 +108,23 @@ const scripts = Object.fromEntries(
 
 const UTF8 = { replyEncoding: "utf8" } as const;
 
+/**
+ * A script that is not one of our transitions (another library's, wrapped: the workers'
+ * batched continuation adds), run the same way: EVALSHA by its SHA1, EVAL where the server
+ * does not have it; sent at once (one command per step: nothing to gather). Returns the runner
+ * of its calls: `keys` then `args`, the reply as UTF-8 text.
+ */
+export function foreignScript(
+  lua: string,
+  numberOfKeys: number,
+): (target: RedisLike, keys: readonly string[], args: readonly ArgValue[]) => Promise<unknown> {
+  const script = new Script(lua, numberOfKeys);
+  return (target, keys, args) => {
+    if (keys.length !== numberOfKeys) throw new Error(`the script takes ${numberOfKeys} keys, got ${keys.length}`);
+    return script.execute(target, (keys as ArgValue[]).concat(args), { ...UTF8 });
+  };
+}
+
 /** Runs a script on a connection (returns its reply) or queues it on a pipeline. */
 export function runScript(target: Commander, call: ScriptCall): Promise<unknown> {
   const { keys, args } = call;

@@ -1,0 +1,106 @@
+/**
+ * The jobs of one dispatch step for one queue, added in one script call. BullMQ adds a job
+ * with its script addStandardJob, one call per job: per job a command of 12 arguments (the
+ * queue's 9 keys among them) to build, send and parse, and a script call's fixed cost in
+ * Redis. Here the installed bullmq's own addStandardJob runs once per job inside one call
+ * (its text, unchanged, as the body of a Lua function), with the arguments BullMQ itself
+ * builds for each job: `Job.addJob` on a transaction (BullMQ's IRedisTransaction) that
+ * collects the calls it queues instead of sending them. The jobs, their events and their
+ * idempotence by job id are BullMQ's in every byte, as `Queue.add` would make them.
+ *
+ * A step of one job goes by `fallback` (BullMQ's own add: one call as well, and less work for
+ * the process: `npm run bench:handout`). So does a step where bullmq is not as this expects
+ * (its script, or the command a job's options take, is another), with a warning, once.
+ */
+import { createRequire } from "node:module";
+import { type ArgValue, foreignScript, type RedisLike } from "@rendezvous/engine";
+import { Job, type Queue } from "bullmq";
+
+// (the CommonJS build, which `import "bullmq"` loads too: the script of the Job class used here)
+const { addStandardJob } = createRequire(import.meta.url)("bullmq/dist/cjs/scripts/addStandardJob-9.js") as {
+  addStandardJob?: { content?: unknown; keys?: unknown };
+};
+
+/** A job as BullMQ's `addBulk` takes it. */
+export type JobToAdd = Parameters<Queue["addBulk"]>[0][number];
+
+const KEYS = 9;
+const ARGS = 3;
+const COMMAND = "addStandardJob";
+
+/**
+ * BullMQ's script as a function of its KEYS and ARGV, run once per job: ARGV holds the jobs'
+ * arguments one after the other (three each); the reply is each job's, in order (its id,
+ * or BullMQ's negative error code).
+ */
+const LUA = `local function addOne(KEYS, ARGV)
+${addStandardJob?.content}
+end
+local replies = {}
+for i = 0, #ARGV / ${ARGS} - 1 do
+  replies[i + 1] = addOne(KEYS, { ARGV[i * ${ARGS} + 1], ARGV[i * ${ARGS} + 2], ARGV[i * ${ARGS} + 3] })
+end
+return replies`;
+
+const supported = typeof addStandardJob?.content === "string" && addStandardJob.keys === KEYS;
+const addMany = supported ? foreignScript(LUA, KEYS) : undefined;
+
+/** Not this script's case: the caller adds the step's jobs BullMQ's own way. */
+class NotStandard extends Error {}
+
+/**
+ * The calls Job.addJob queues on a transaction, collected: the keys (the queue's, the same
+ * for every job) and each job's arguments. Anything but addStandardJob is not collected.
+ */
+class Collector {
+  keys: string[] | undefined;
+  readonly args: ArgValue[] = [];
+
+  runCommand(name: string, argv: ArgValue[]): this {
+    // (BullMQ names its commands "<script>:<version>")
+    if (name.split(":")[0] !== COMMAND || argv.length !== KEYS + ARGS) throw new NotStandard(name);
+    const keys = argv.slice(0, KEYS) as string[];
+    if (this.keys === undefined) this.keys = keys;
+    else if (keys.some((k, i) => k !== this.keys?.[i])) throw new NotStandard("keys of another queue");
+    this.args.push(...argv.slice(KEYS));
+    return this;
+  }
+}
+
+let warned = false;
+
+/**
+ * Adds `jobs` to `queue` in one script call on `connection` (the queue's own); each job is
+ * idempotent by its job id (an id already in the queue adds nothing, as with BullMQ's add).
+ * `fallback`: BullMQ's own way, for a bullmq this does not know.
+ */
+export async function addJobsInOneCall(
+  queue: Queue,
+  connection: RedisLike,
+  jobs: readonly JobToAdd[],
+  fallback: () => Promise<unknown>,
+  warn: (msg: string) => void,
+): Promise<unknown> {
+  if (jobs.length === 0) return [];
+  // (one job: BullMQ's own add is one call too, and costs the process less than a collection)
+  if (jobs.length === 1) return fallback();
+  const collector = new Collector();
+  try {
+    if (!addMany) throw new NotStandard("no addStandardJob script");
+    // (the collector answers at once, so each addJob settles without a round trip)
+    await Promise.all(
+      jobs.map(({ name, data, opts }) => new Job(queue, name, data, opts, opts?.jobId).addJob(collector as never)),
+    );
+  } catch (err) {
+    if (!(err instanceof NotStandard)) throw err;
+    if (!warned) {
+      warned = true;
+      warn(`continuation jobs added one call each (bullmq is not as expected: ${err.message})`);
+    }
+    return fallback();
+  }
+  const replies = (await addMany(connection, collector.keys as string[], collector.args)) as Array<string | number>;
+  const failed = replies.find((r) => typeof r === "number" && r < 0);
+  if (failed !== undefined) throw new Error(`BullMQ's addStandardJob answered ${failed}`);
+  return replies;
+}
