@@ -21,6 +21,7 @@ import { createHash } from "node:crypto";
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { createRequire } from "node:module";
 import { luaScripts } from "@rendezvous/engine";
+import { JOB_ADDS_LUA } from "@rendezvous/workers";
 import type { Redis } from "ioredis";
 import { info } from "./redis.js";
 
@@ -85,6 +86,7 @@ function knownScripts(): { shas: Map<string, Known>; prefixes: Array<[string, Kn
       { name, step: ourStep[name] ?? "engine" },
     ]),
     ...Object.values(bull).map((s): [string, Known] => [s.content, { name: `bullmq ${s.name}`, step: "BullMQ" }]),
+    [JOB_ADDS_LUA, { name: "bullmq addStandardJob, a step's jobs in one call", step: "BullMQ" }],
   ];
   shas = new Map(all.map(([lua, k]) => [createHash("sha1").update(lua).digest("hex"), k]));
   prefixes = all.map(([lua, k]) => [lua.slice(0, 100), k]);

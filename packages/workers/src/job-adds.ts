@@ -33,7 +33,7 @@ const COMMAND = "addStandardJob";
  * arguments one after the other (three each); the reply is each job's, in order (its id,
  * or BullMQ's negative error code).
  */
-const LUA = `local function addOne(KEYS, ARGV)
+export const JOB_ADDS_LUA = `local function addOne(KEYS, ARGV)
 ${addStandardJob?.content}
 end
 local replies = {}
@@ -43,7 +43,7 @@ end
 return replies`;
 
 const supported = typeof addStandardJob?.content === "string" && addStandardJob.keys === KEYS;
-const addMany = supported ? foreignScript(LUA, KEYS) : undefined;
+const addMany = supported ? foreignScript(JOB_ADDS_LUA, KEYS) : undefined;
 
 /** Not this script's case: the caller adds the step's jobs BullMQ's own way. */
 class NotStandard extends Error {}
