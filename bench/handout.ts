@@ -4,7 +4,7 @@
  * to the resolve-path ceiling measured first on the same server:
  *
  * - a continuation job (Wait-sized data, the dispatcher's options) added by BullMQ's
- *   `addBulk`, by `add` per job, or in one script call per step (the dispatcher's way:
+ *   `addBulk`, by `add` per job, or the dispatcher's way (one script call per 16 jobs:
  *   workers' job-adds.ts), in steps of 1, 2, 4, 8, 16 and 50 jobs, one step at a time;
  * - two commands (an HSET and an XACK: the annotation and the ack) sent by an ioredis
  *   pipeline or straight on the connection in one socket write, on a connection that
@@ -15,7 +15,7 @@
  * the two ways, medians printed. Usage: npm run bench:handout [-- --rounds 5] [-- --quick]
  */
 import { iso } from "@rendezvous/engine";
-import { addJobsInOneCall } from "@rendezvous/workers";
+import { addStepJobs } from "@rendezvous/workers";
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import { parseArgs } from "./lib/args.js";
@@ -91,9 +91,9 @@ const cases: Case[] = [1, 2, 4, 8, 16, 50].map((size) => ({
   ways: {
     addBulk: () => queue.addBulk(Array.from({ length: size }, job)),
     add: () => Promise.all(Array.from({ length: size }, job).map((j) => queue.add(j.name, j.data, j.opts))),
-    "one call": () => {
+    dispatcher: () => {
       const jobs = Array.from({ length: size }, job);
-      return addJobsInOneCall(queue, conn, jobs, () => queue.addBulk(jobs), warnOnce);
+      return addStepJobs(queue, conn, jobs, warnOnce);
     },
   },
 }));

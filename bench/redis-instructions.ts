@@ -20,8 +20,8 @@
  *   rateLimitPerSec, all three limits set, none reached), one script call each; a batch
  *   request makes one check for all its events.
  *
- * - add: N continuation jobs added (Wait-sized data, in steps of 500 by the dispatcher's one
- *   script call per step; `--add-step N` sets the step, `--add-bulk` adds by BullMQ's
+ * - add: N continuation jobs added (Wait-sized data, in steps of 500 the dispatcher's way, a
+ *   script call per 16 jobs; `--add-step N` sets the step, `--add-bulk` adds by BullMQ's
  *   `addBulk` instead), nothing else; complete and compact add their jobs the same way;
  * - complete: a BullMQ worker completing N continuation jobs (Wait-sized data) added with
  *   the dispatcher's `removeOnComplete: { age }` (BullMQ looks for jobs past the age on
@@ -60,7 +60,7 @@ import {
   type Resources,
   startRedisServer,
 } from "@rendezvous/engine";
-import { addJobsInOneCall, expireOutlived } from "@rendezvous/workers";
+import { addStepJobs, expireOutlived } from "@rendezvous/workers";
 import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { pino } from "pino";
@@ -341,7 +341,7 @@ async function completeJobs(url: string, prefix: string, n: number, keep: boolea
       },
     }));
     if (ADD_BULK) await queue.addBulk(jobs);
-    else await addJobsInOneCall(queue, connection, jobs, () => queue.addBulk(jobs), console.warn);
+    else await addStepJobs(queue, connection, jobs, console.warn);
   }
   if (!work) {
     await queue.close();
@@ -525,7 +525,7 @@ console.log(
   `accept, ${ACCEPT_BATCH === 1 ? "one event" : `${ACCEPT_BATCH} events`} per call (dedup + acceptEvents, resolves one wait) ${count(accept)}`,
 );
 console.log(`quota check (one request)      ${count(quota)}`);
-console.log(`job add (${ADD_BULK ? "addBulk" : "one call"} of ${ADD_STEP})        ${count(add)}`);
+console.log(`job add (${ADD_BULK ? "addBulk" : "the dispatcher's calls"}, steps of ${ADD_STEP})        ${count(add)}`);
 console.log(`job add + complete, age removal ${count(complete)}`);
 console.log(`job add + complete, kept        ${count(completeKeep)}`);
 console.log(`compaction (one completed job, calls of ${COMPACT_BATCH})  ${count(compact)}`);

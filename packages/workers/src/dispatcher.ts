@@ -38,7 +38,7 @@ import {
 } from "@rendezvous/engine";
 import { continuationQueueName, continuationQueueOf, type Wait } from "@rendezvous/protocol";
 import { Queue } from "bullmq";
-import { addJobsInOneCall, type JobToAdd } from "./job-adds.js";
+import { addStepJobs, type JobToAdd } from "./job-adds.js";
 import { WEBHOOK_QUEUE, WebhookDeliveries } from "./webhooks.js";
 
 /** Queue of a tenant's continuations (docs/api.md, Continuations): defined by @rendezvous/protocol, re-exported here. */
@@ -148,15 +148,7 @@ export class Dispatcher {
   /** The BullMQ queue (cached) of a tenant's continuations, or of webhook deliveries. */
   /** Adds a step's jobs to the queue `name`, each idempotent by its job id: one script call (job-adds.ts). */
   #addJobs(name: string, jobs: JobToAdd[]): Promise<unknown> {
-    const queue = this.queue(name);
-    const [one] = jobs;
-    return addJobsInOneCall(
-      queue,
-      this.#queueConn,
-      jobs,
-      () => (one && jobs.length === 1 ? queue.add(one.name, one.data, one.opts) : queue.addBulk(jobs)),
-      (msg) => this.#res.logger.warn({ queue: name }, msg),
-    );
+    return addStepJobs(this.queue(name), this.#queueConn, jobs, (msg) => this.#res.logger.warn({ queue: name }, msg));
   }
 
   queue(name: string): Queue {

@@ -1,15 +1,15 @@
 /**
- * The jobs of one dispatch step for one queue, added in one script call. BullMQ adds a job
- * with its script addStandardJob, one call per job: per job a command of 12 arguments (the
- * queue's 9 keys among them) to build, send and parse, and a script call's fixed cost in
- * Redis. Here the installed bullmq's own addStandardJob runs once per job inside one call
+ * The jobs of one dispatch step for one queue, added in one script call per JOBS_PER_CALL.
+ * BullMQ adds a job with its script addStandardJob, one call per job: per job a command of
+ * 12 arguments (the queue's 9 keys among them) to build, send and parse, and a script call's
+ * fixed cost in Redis. Here the installed bullmq's own addStandardJob runs once per job in a call
  * (its text, unchanged, as the body of a Lua function), with the arguments BullMQ itself
  * builds for each job: `Job.addJob` on a transaction (BullMQ's IRedisTransaction) that
  * collects the calls it queues instead of sending them. The jobs, their events and their
  * idempotence by job id are BullMQ's in every byte, as `Queue.add` would make them.
  *
- * A step of one job goes by `fallback` (BullMQ's own add: one call as well, and less work for
- * the process: `npm run bench:handout`). So does a step where bullmq is not as this expects
+ * A step of one job goes by BullMQ's own add (one call as well, and less work for the process:
+ * `npm run bench:handout`). So does a step where bullmq is not as this expects
  * (its script, or the command a job's options take, is another), with a warning, once.
  */
 import { createRequire } from "node:module";
@@ -24,6 +24,15 @@ const { addStandardJob } = createRequire(import.meta.url)("bullmq/dist/cjs/scrip
 /** A job as BullMQ's `addBulk` takes it. */
 export type JobToAdd = Parameters<Queue["addBulk"]>[0][number];
 
+/**
+ * Most jobs per call. A call holds Redis while it runs (some 216k instructions per job,
+ * `npm run bench:redis-instructions -- --only add`), and a command of the resolve path that
+ * arrives meanwhile waits for it: a step of more jobs goes in several calls, sent together.
+ * BullMQ's own adds of a step (one call per job, sent as one pipeline) let other clients in
+ * every 16 KB that Redis reads, about a dozen Wait-sized jobs; 16 per call holds Redis about
+ * as long, and keeps most of what one call per step saves (`npm run bench:handout`).
+ */
+const JOBS_PER_CALL = 16;
 const KEYS = 9;
 const ARGS = 3;
 const COMMAND = "addStandardJob";
@@ -69,18 +78,24 @@ class Collector {
 
 let warned = false;
 
+/** BullMQ's own way: `Queue.add` for one job, `addBulk` (a pipeline of adds) for more. */
+function bullmqAdd(queue: Queue, jobs: JobToAdd[]): Promise<unknown> {
+  const [one] = jobs;
+  return one && jobs.length === 1 ? queue.add(one.name, one.data, one.opts) : queue.addBulk(jobs);
+}
+
 /**
- * Adds `jobs` to `queue` in one script call on `connection` (the queue's own); each job is
- * idempotent by its job id (an id already in the queue adds nothing, as with BullMQ's add).
- * `fallback`: BullMQ's own way, for a bullmq this does not know.
+ * Adds `jobs` to `queue` in one script call per JOBS_PER_CALL jobs on `connection` (the
+ * queue's own); each job is idempotent by its job id (an id already in the queue adds nothing,
+ * as with BullMQ's add); the replies are the jobs' ids, in order.
  */
-export async function addJobsInOneCall(
+export async function addStepJobs(
   queue: Queue,
   connection: RedisLike,
-  jobs: readonly JobToAdd[],
-  fallback: () => Promise<unknown>,
+  jobs: JobToAdd[],
   warn: (msg: string) => void,
 ): Promise<unknown> {
+  const fallback = () => bullmqAdd(queue, jobs);
   if (jobs.length === 0) return [];
   // (one job: BullMQ's own add is one call too, and costs the process less than a collection)
   if (jobs.length === 1) return fallback();
@@ -99,7 +114,12 @@ export async function addJobsInOneCall(
     }
     return fallback();
   }
-  const replies = (await addMany(connection, collector.keys as string[], collector.args)) as Array<string | number>;
+  const keys = collector.keys as string[];
+  const calls: Array<Promise<unknown>> = [];
+  for (let i = 0; i < collector.args.length; i += JOBS_PER_CALL * ARGS) {
+    calls.push(addMany(connection, keys, collector.args.slice(i, i + JOBS_PER_CALL * ARGS)));
+  }
+  const replies = ((await Promise.all(calls)) as Array<Array<string | number>>).flat();
   const failed = replies.find((r) => typeof r === "number" && r < 0);
   if (failed !== undefined) throw new Error(`BullMQ's addStandardJob answered ${failed}`);
   return replies;

@@ -1,7 +1,7 @@
 /**
  * A step's jobs added in one script call (job-adds.ts): against a private redis-server (its
  * command counts are this file's alone), the jobs are BullMQ's own — the same hash, list
- * place and events as `Queue.add` makes — in one EVALSHA per step, idempotent by job id,
+ * place and events as `Queue.add` makes — in one EVALSHA per 16 jobs, idempotent by job id,
  * taken by a BullMQ Worker; options BullMQ adds by another script go BullMQ's own way.
  */
 import { type RedisServer, startRedisServer } from "@rendezvous/engine";
@@ -9,7 +9,7 @@ import { eventually } from "@rendezvous/testkit";
 import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { addJobsInOneCall, type JobToAdd } from "../src/job-adds.js";
+import { addStepJobs, type JobToAdd } from "../src/job-adds.js";
 
 let server: RedisServer;
 let conn: Redis;
@@ -37,7 +37,6 @@ const job = (id: string, extra: Record<string, unknown> = {}): JobToAdd => ({
   opts: { jobId: id, removeOnComplete: { age: 86_400 }, removeOnFail: { age: 604_800 }, ...extra },
 });
 
-const noFallback = () => Promise.reject(new Error("fallback taken"));
 const noWarning = (msg: string) => {
   throw new Error(`warned: ${msg}`);
 };
@@ -63,7 +62,7 @@ async function eventNames(q: Queue): Promise<string[]> {
 }
 
 describe("jobs added in one script call", () => {
-  it("are BullMQ's own jobs, as Queue.add makes them, in one call for the step", async () => {
+  it("are BullMQ's own jobs, as Queue.add makes them, in one call per 16 jobs", async () => {
     const ours = queue("ours");
     const theirs = queue("theirs");
     await ours.waitUntilReady();
@@ -71,14 +70,13 @@ describe("jobs added in one script call", () => {
     const ids = Array.from({ length: 20 }, (_, i) => `w${i}`);
     for (const id of ids) await theirs.add("continuation", job(id).data, job(id).opts);
     const before = await evalCalls();
-    const replies = await addJobsInOneCall(
+    const replies = await addStepJobs(
       ours,
       conn,
       ids.map((id) => job(id)),
-      noFallback,
       noWarning,
     );
-    expect(await evalCalls()).toBe(before + 1);
+    expect(await evalCalls()).toBe(before + 2);
     expect(replies).toEqual(ids);
     for (const id of ids) {
       const [a, b] = [await shape(ours, id), await shape(theirs, id)];
@@ -93,16 +91,15 @@ describe("jobs added in one script call", () => {
   it("adds nothing for a job id already in the queue, waiting or completed", async () => {
     const q = queue("again");
     await q.waitUntilReady();
-    await addJobsInOneCall(q, conn, [job("a"), job("b")], noFallback, noWarning);
+    await addStepJobs(q, conn, [job("a"), job("b")], noWarning);
     const worker = new Worker("again", async () => "done", { connection: conn.duplicate(), prefix: "t" });
     closers.push(() => worker.close());
     await eventually(async () => ((await q.getJobCounts("completed")).completed === 2 ? true : undefined));
     await worker.close();
-    const replies = await addJobsInOneCall(
+    const replies = await addStepJobs(
       q,
       conn,
       [{ ...job("a"), data: { changed: true } }, job("b"), job("c")],
-      noFallback,
       noWarning,
     );
     expect(replies).toEqual(["a", "b", "c"]);
@@ -124,11 +121,10 @@ describe("jobs added in one script call", () => {
     );
     closers.push(() => worker.close());
     const ids = ["x1", "x2", "x3", "x4", "x5", "x6"];
-    await addJobsInOneCall(
+    await addStepJobs(
       q,
       conn,
       ids.map((id) => job(id)),
-      noFallback,
       noWarning,
     );
     await eventually(() => (seen.size === ids.length ? true : undefined));
@@ -139,11 +135,11 @@ describe("jobs added in one script call", () => {
     const q = queue("delayed");
     await q.waitUntilReady();
     const warn = vi.fn();
+    const bulk = vi.spyOn(q, "addBulk");
     const jobs = [job("d1", { delay: 60_000 }), job("d2", { delay: 60_000 })];
-    const fallback = vi.fn(() => q.addBulk(jobs));
     const before = await evalCalls();
-    await addJobsInOneCall(q, conn, jobs, fallback, warn);
-    expect(fallback).toHaveBeenCalledTimes(1);
+    await addStepJobs(q, conn, jobs, warn);
+    expect(bulk).toHaveBeenCalledTimes(1);
     expect(warn).toHaveBeenCalledTimes(1);
     // (BullMQ's own: a call per job; none of the wrapped script)
     expect(await evalCalls()).toBe(before + 2);
@@ -153,9 +149,9 @@ describe("jobs added in one script call", () => {
   it("leaves a step of one job to BullMQ's own add, without a warning", async () => {
     const q = queue("single");
     await q.waitUntilReady();
-    const fallback = vi.fn(() => q.add("continuation", job("s1").data, job("s1").opts));
-    await addJobsInOneCall(q, conn, [job("s1")], fallback, noWarning);
-    expect(fallback).toHaveBeenCalledTimes(1);
+    const add = vi.spyOn(q, "add");
+    await addStepJobs(q, conn, [job("s1")], noWarning);
+    expect(add).toHaveBeenCalledTimes(1);
     expect(await q.getJobCounts("wait")).toEqual({ wait: 1 });
   });
 });
