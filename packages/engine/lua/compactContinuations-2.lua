@@ -26,7 +26,7 @@
   finish time less ARGV[4] (the skew assumed), but not below `now - skew` of the call that
   began the previous walk (a job entering since has a finish time at or above it), up to the
   cursor as it was before the call. A walk spans calls (the cursor hash's `wpos`; `wbegan`
-  its start, `wlow` the bound it leaves for the next); jobs already compacted cost an HMGET.
+  its start, `wlow` the bound it leaves for the next); jobs already compacted cost an HEXISTS.
   A host clock more than the skew behind leaves its jobs whole until BullMQ removes them.
 
   KEYS[1] completed  <prefix>:<queue>:completed     zset jobId -> finishedOn (BullMQ's)

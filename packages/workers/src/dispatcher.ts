@@ -145,12 +145,12 @@ export class Dispatcher {
     });
   }
 
-  /** The BullMQ queue (cached) of a tenant's continuations, or of webhook deliveries. */
-  /** Adds a step's jobs to the queue `name`, each idempotent by its job id: one script call (job-adds.ts). */
+  /** Adds a step's jobs to the queue `name`, each idempotent by its job id: script calls of up to 16 jobs (job-adds.ts). */
   #addJobs(name: string, jobs: JobToAdd[]): Promise<unknown> {
     return addStepJobs(this.queue(name), this.#queueConn, jobs, (msg) => this.#res.logger.warn({ queue: name }, msg));
   }
 
+  /** The BullMQ queue (cached) of a tenant's continuations, or of webhook deliveries. */
   queue(name: string): Queue {
     let q = this.#queues.get(name);
     if (!q) {

@@ -8,8 +8,8 @@
  * collects the calls it queues instead of sending them. The jobs, their events and their
  * idempotence by job id are BullMQ's in every byte, as `Queue.add` would make them.
  *
- * A step of one job goes by BullMQ's own add (one call as well, and less work for the process:
- * `npm run bench:handout`). So does a step where bullmq is not as this expects
+ * A step of one job goes by BullMQ's own add (one call as well, for about as much work in the
+ * process: `npm run bench:handout`). So does a step where bullmq is not as this expects
  * (its script, or the command a job's options take, is another), with a warning, once.
  */
 import { createRequire } from "node:module";
@@ -97,7 +97,7 @@ export async function addStepJobs(
 ): Promise<unknown> {
   const fallback = () => bullmqAdd(queue, jobs);
   if (jobs.length === 0) return [];
-  // (one job: BullMQ's own add is one call too, and costs the process less than a collection)
+  // (one job: BullMQ's own add is one call too, for about what a collection costs the process)
   if (jobs.length === 1) return fallback();
   const collector = new Collector();
   try {
