@@ -74,7 +74,7 @@ async function measure(units: number, perStep: number, step: () => Promise<unkno
 }
 
 const median = (xs: number[]) => summarize(xs).p50;
-const warnOnce = (msg: string) => console.warn(msg);
+const warn = (msg: string) => console.warn(msg);
 
 interface Case {
   name: string;
@@ -93,7 +93,7 @@ const cases: Case[] = [1, 2, 4, 8, 16, 50].map((size) => ({
     add: () => Promise.all(Array.from({ length: size }, job).map((j) => queue.add(j.name, j.data, j.opts))),
     dispatcher: () => {
       const jobs = Array.from({ length: size }, job);
-      return addStepJobs(queue, conn, jobs, warnOnce);
+      return addStepJobs(queue, conn, jobs, warn);
     },
   },
 }));

@@ -108,6 +108,21 @@ const scripts = Object.fromEntries(
 
 const UTF8 = { replyEncoding: "utf8" } as const;
 
+/** Sends one call of `script` (named `name` in errors): its keys checked, then KEYS and ARGV, the reply as UTF-8 text. */
+function execute(
+  script: IoredisScript,
+  name: string,
+  numberOfKeys: number,
+  target: Commander,
+  keys: readonly string[],
+  args: readonly ArgValue[],
+): Promise<unknown> {
+  if (keys.length !== numberOfKeys) throw new Error(`${name} takes ${numberOfKeys} keys, got ${keys.length}`);
+  // a fresh array: Script.execute puts the key count in front of it; options: a fresh
+  // object, Script.execute may add to it
+  return script.execute(target, (keys as ArgValue[]).concat(args), { ...UTF8 });
+}
+
 /**
  * A script that is not one of our transitions (another library's, wrapped: the workers'
  * batched continuation adds), run the same way: EVALSHA by its SHA1, EVAL where the server
@@ -119,22 +134,12 @@ export function foreignScript(
   numberOfKeys: number,
 ): (target: RedisLike, keys: readonly string[], args: readonly ArgValue[]) => Promise<unknown> {
   const script = new Script(lua, numberOfKeys);
-  return (target, keys, args) => {
-    if (keys.length !== numberOfKeys) throw new Error(`the script takes ${numberOfKeys} keys, got ${keys.length}`);
-    return script.execute(target, (keys as ArgValue[]).concat(args), { ...UTF8 });
-  };
+  return (target, keys, args) => execute(script, "the script", numberOfKeys, target, keys, args);
 }
 
 /** Runs a script on a connection (returns its reply) or queues it on a pipeline. */
 export function runScript(target: Commander, call: ScriptCall): Promise<unknown> {
-  const { keys, args } = call;
-  const numberOfKeys = luaScripts[call.script].numberOfKeys;
-  if (keys.length !== numberOfKeys) {
-    throw new Error(`${call.script} takes ${numberOfKeys} keys, got ${keys.length}`);
-  }
-  // a fresh array: Script.execute puts the key count in front of it
-  const argv: ArgValue[] = (keys as ArgValue[]).concat(args);
   if ((target as { isPipeline?: boolean }).isPipeline !== true) coalesceWrites(target as RedisLike);
-  // options: a fresh object, Script.execute may add to it
-  return scripts[call.script].execute(target, argv, { ...UTF8 });
+  const { script, keys, args } = call;
+  return execute(scripts[script], script, luaScripts[script].numberOfKeys, target, keys, args);
 }
