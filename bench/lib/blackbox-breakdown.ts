@@ -4,14 +4,17 @@
  * product processes' self time by category of code (bench/lib/cpu-profile.ts), both per
  * resolved event, and the tables that print them.
  */
-import type { Configuration, ThroughputRow } from "./blackbox-report.js";
+import type { Configuration, LatencyRow, ThroughputRow } from "./blackbox-report.js";
 import { type ProfileSummary, profileFile, summarizeProfile } from "./cpu-profile.js";
 import type { RoleProcess } from "./product.js";
 import type { RedisBreakdown } from "./redis-breakdown.js";
 import { fmt, pct, printTable, progress } from "./table.js";
 
-/** The row `--profile` profiles: one event per request or batches (BullMQ worker), or the HTTP claim row. */
-export type ProfiledRow = "single" | "batch" | "http";
+/**
+ * The row `--profile` profiles: one event per request or batches (BullMQ worker), the HTTP
+ * claim row, or `one`: the BullMQ worker's one-at-a-time row (its events' chains, one after another).
+ */
+export type ProfiledRow = "single" | "batch" | "http" | "one";
 
 export interface ProcessProfile {
   config: string;
@@ -221,12 +224,11 @@ export function profilesOf(
   config: Configuration,
   which: ProfiledRow,
   throughput: ThroughputRow[],
+  latency: LatencyRow[],
   roles: RoleProcess[],
   profDir: string,
 ): ProcessProfile[] {
-  const row = throughput.find((t) =>
-    which === "http" ? t.transport === "http" : t.transport === "bullmq" && t.producers === which,
-  );
+  const row = which === "one" ? oneAtATime(latency) : throughputOf(which, throughput);
   if (!row) return [];
   return roles.flatMap((r) => {
     const file = profileFile(profDir, r.pid);
@@ -240,4 +242,27 @@ export function profilesOf(
     const profilerMs = (row.byThread[r.name]?.["v8:ProfEvntProc"] ?? 0) * 1000;
     return [{ config, row: which, process: r.name, events: row.events, procMs, mainMs, profilerMs, summary }];
   });
+}
+
+type Profiled = Pick<ThroughputRow, "events" | "phase" | "mainThreads" | "byThread"> & {
+  cpu: { byProcess: Record<string, number> };
+};
+
+function throughputOf(which: ProfiledRow, throughput: ThroughputRow[]): Profiled | undefined {
+  return throughput.find((t) =>
+    which === "http" ? t.transport === "http" : t.transport === "bullmq" && t.producers === which,
+  );
+}
+
+/** The BullMQ one-at-a-time row as a profiled row (its CPU per event by process: the product's only). */
+function oneAtATime(latency: LatencyRow[]): Profiled | undefined {
+  const row = latency.find((l) => l.transport === "bullmq" && l.phase);
+  if (!row?.phase || !row.mainThreads || !row.byThread || !row.cpu) return undefined;
+  return {
+    events: row.latency.count,
+    phase: row.phase,
+    mainThreads: row.mainThreads,
+    byThread: row.byThread,
+    cpu: { byProcess: row.cpu.byProcess ?? {} },
+  };
 }

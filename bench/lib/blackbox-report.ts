@@ -95,7 +95,11 @@ export interface LatencyRow {
   /** per hop (BullMQ worker only) */
   hops?: Partial<Record<HopName, Summary>>;
   /** CPU µs per event over the row (user + sys of the product processes and redis-server; idle work included) */
-  cpu?: { product: number; redis: number };
+  cpu?: { product: number; redis: number; byProcess?: Record<string, number> };
+  /** the row's phase, CLOCK_MONOTONIC µs, and its processes' threads over it (as a throughput row's) */
+  phase?: ThroughputRow["phase"];
+  mainThreads?: ThroughputRow["mainThreads"];
+  byThread?: ThroughputRow["byThread"];
 }
 
 export interface BlackboxResult {

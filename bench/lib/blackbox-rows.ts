@@ -183,6 +183,7 @@ export async function latencyRow(
   // performance.now() as epoch ms, to compare with the times the continuation carries
   const epoch = (t: number) => performance.timeOrigin + t;
   const pids = { ...ctx.pids, redis: ctx.redisPid };
+  const mark = markThreads(pids);
   const cpu0 = cpuSnapshot(pids);
   ctx.arrivals.keepMarks = true;
   ctx.sent.events += m;
@@ -208,16 +209,29 @@ export async function latencyRow(
     hops.invoke.push(epoch(at as number) - k.active);
   }
   const cpu1 = cpuSnapshot(pids);
+  const { phase, mainThreads, byThread } = threadsSince(mark, pids);
   ctx.arrivals.keepMarks = false;
   const us = (names: string[]) =>
     (names.reduce((sum, k) => sum + (cpu1[k] as number) - (cpu0[k] as number), 0) * 1e6) / m;
-  const cpu = { product: us(Object.keys(ctx.pids)), redis: us(["redis"]) };
+  const byProcess = Object.fromEntries(Object.keys(ctx.pids).map((name) => [name, us([name])]));
+  const cpu = { product: us(Object.keys(ctx.pids)), redis: us(["redis"]), byProcess };
   const perHop = Object.fromEntries(
     Object.entries(hops)
       .filter(([, v]) => v.length > 0)
       .map(([name, v]) => [name, summarize(v)]),
   ) as LatencyRow["hops"];
-  return { config: ctx.config, tracing: ctx.tracing, transport, latency: summarize(ms), hops: perHop, cpu };
+  const latency = summarize(ms);
+  return {
+    config: ctx.config,
+    tracing: ctx.tracing,
+    transport,
+    latency,
+    hops: perHop,
+    cpu,
+    phase,
+    mainThreads,
+    byThread,
+  };
 }
 
 /** --timeline: the BullMQ one-at-a-time row again, under a MONITOR connection (redis-timeline.ts). */

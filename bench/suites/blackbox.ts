@@ -33,7 +33,8 @@
  * - where the CPU goes (off by default, each costs some CPU of its own): `--breakdown`, Redis's own
  *   time per command, script and client process over each row's event phase (a SLOWLOG of every
  *   command, bench/lib/redis-breakdown.ts); `--profile ROW`, the product processes under
- *   `--cpu-prof`, their self time by category of code over ROW's event phase (bench/lib/cpu-profile.ts);
+ *   `--cpu-prof`, their self time by category of code over ROW's event phase (bench/lib/cpu-profile.ts;
+ *   ROW `one`: the BullMQ worker's one-at-a-time row);
  *   with either, each process's CPU by thread (bench/lib/blackbox-breakdown.ts prints them).
  *
  * Driver, product and Redis share the machine: the load average at start and end, the
@@ -190,7 +191,7 @@ async function runConfiguration(
   }
   let profiles: ProcessProfile[] = [];
   try {
-    if (opts.profile) profiles = profilesOf(config, opts.profile, throughput, roles, profDir);
+    if (opts.profile) profiles = profilesOf(config, opts.profile, throughput, latency, roles, profDir);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -274,7 +275,8 @@ export function blackboxOptions(args = parseArgs()): BlackboxOptions {
 
 function profiledRow(v: string): ProfiledRow | undefined {
   if (v === "") return undefined;
-  if (v !== "single" && v !== "batch" && v !== "http") throw new Error(`--profile: single, batch, http (got ${v})`);
+  if (v !== "single" && v !== "batch" && v !== "http" && v !== "one")
+    throw new Error(`--profile: single, batch, http, one (got ${v})`);
   return v;
 }
 
