@@ -5,11 +5,11 @@
  * is not loaded yet) on a connection or queues it on a pipeline.
  */
 
-import { createRequire } from "node:module";
 import type { ChainableCommander } from "ioredis";
 import { luaScripts, type ScriptName } from "../generated/lua.js";
 import type { PartitionKeys } from "../keys.js";
 import { coalesceWrites, type RedisLike } from "../redis.js";
+import { LuaScript } from "./script-command.js";
 
 export type Commander = RedisLike | ChainableCommander;
 
@@ -92,25 +92,19 @@ export function clock(now?: number): string {
 }
 
 /**
- * Each script as an ioredis Script, held here rather than registered on the connections
- * (defineCommand): a pipeline copies every registered command onto itself when it is
- * built. A Script sends EVAL the first time it runs on a socket (loading it there), then
- * EVALSHA by its SHA1 (computed once, here); a NOSCRIPT reply (the server lost its script
- * cache: SCRIPT FLUSH, a restart or failover under a connection) runs that call again as
- * EVAL on the connection, alone: NOSCRIPT means the script did not run.
+ * Each script as a LuaScript (script-command.ts: EVALSHA, EVAL where the connection does
+ * not have it), held here rather than registered on the connections (defineCommand): a
+ * pipeline copies every registered command onto itself when it is built.
  */
-type ScriptModule = typeof import("ioredis/built/Script.js");
-const { default: Script } = createRequire(import.meta.url)("ioredis/built/Script.js") as ScriptModule;
-type IoredisScript = InstanceType<typeof Script>;
 const scripts = Object.fromEntries(
-  Object.entries(luaScripts).map(([name, def]) => [name, new Script(def.lua, def.numberOfKeys)]),
-) as Record<ScriptName, IoredisScript>;
+  Object.entries(luaScripts).map(([name, def]) => [name, new LuaScript(def.lua, def.numberOfKeys)]),
+) as Record<ScriptName, LuaScript>;
 
 const UTF8 = { replyEncoding: "utf8" } as const;
 
 /** Sends one call of `script` (named `name` in errors): its keys checked, then KEYS and ARGV, the reply as UTF-8 text. */
 function execute(
-  script: IoredisScript,
+  script: LuaScript,
   name: string,
   numberOfKeys: number,
   target: Commander,
@@ -118,8 +112,6 @@ function execute(
   args: readonly ArgValue[],
 ): Promise<unknown> {
   if (keys.length !== numberOfKeys) throw new Error(`${name} takes ${numberOfKeys} keys, got ${keys.length}`);
-  // a fresh array: Script.execute puts the key count in front of it; options: a fresh
-  // object, Script.execute may add to it
   return script.execute(target, (keys as ArgValue[]).concat(args), { ...UTF8 });
 }
 
@@ -133,7 +125,7 @@ export function foreignScript(
   lua: string,
   numberOfKeys: number,
 ): (target: RedisLike, keys: readonly string[], args: readonly ArgValue[]) => Promise<unknown> {
-  const script = new Script(lua, numberOfKeys);
+  const script = new LuaScript(lua, numberOfKeys);
   return (target, keys, args) => execute(script, "the script", numberOfKeys, target, keys, args);
 }
 
