@@ -9,15 +9,18 @@
  * - two commands (an HSET and an XACK: the annotation and the ack) sent by an ioredis
  *   pipeline or straight on the connection in one socket write, on a connection that
  *   defines no scripts (as the engine's): what a pipeline costs without scripts to copy;
- * - a time as ISO text by `Date.prototype.toISOString` or by the engine's `iso`.
+ * - a time as ISO text by `Date.prototype.toISOString` or by the engine's `iso`;
+ * - a script call's bytes written by ioredis's own encoding (a Command's `toWritable`) or by the
+ *   engine's `encodeCommand`: an acceptEvents call (9 keys, 10 arguments, one a 700-byte
+ *   packed Buffer) and a call adding 16 continuation jobs (BullMQ's msgpack Buffers among them).
  *
  * The process's CPU (user + sys) and wall time per job or per step; rounds alternate
  * the two ways, medians printed. Usage: npm run bench:handout [-- --rounds 5] [-- --quick]
  */
-import { iso } from "@rendezvous/engine";
+import { encodeCommand, iso } from "@rendezvous/engine";
 import { addStepJobs } from "@rendezvous/workers";
 import { Queue } from "bullmq";
-import { Redis } from "ioredis";
+import { Command, Redis } from "ioredis";
 import { parseArgs } from "./lib/args.js";
 import { measureCeiling, RESOLVE_CEILING } from "./lib/ceiling.js";
 import { startBenchRedis } from "./lib/redis.js";
@@ -131,6 +134,34 @@ cases.push({
     },
   },
 });
+const CALLS = 2_000;
+const keys = (n: number) => Array.from({ length: n }, (_, i) => `{bench:p${i}}:k${i}`);
+const acceptCall = ["0".repeat(40), 9, ...keys(9), "86400000", "", Buffer.alloc(700, 65)];
+acceptCall.push("100", "86400000", "w3.", "matchers c-1", "dispatchers d-1", "16", "");
+const addCall: Array<string | number | Buffer> = ["0".repeat(40), 8 * 16];
+for (let j = 0; j < 16; j++) addCall.push(...keys(8));
+for (let j = 0; j < 16; j++)
+  addCall.push("", Buffer.alloc(24, 1), JSON.stringify({ ...WAIT, id: `w${j}` }), Buffer.alloc(80, 3));
+for (const [label, callArgs] of [
+  ["an acceptEvents call", acceptCall],
+  ["a call adding 16 jobs", addCall],
+] as const) {
+  const command = new Command("evalsha", [...callArgs]);
+  cases.push({
+    name: `the bytes of ${label} (${CALLS.toLocaleString("en")} per step)`,
+    unit: "call",
+    units: CALLS * 20,
+    perStep: CALLS,
+    ways: {
+      ioredis: async () => {
+        for (let i = 0; i < CALLS; i++) command.toWritable({});
+      },
+      encodeCommand: async () => {
+        for (let i = 0; i < CALLS; i++) encodeCommand(command.name, command.args as Array<string | Buffer>);
+      },
+    },
+  });
+}
 
 const rows: (string | number)[][] = [];
 for (const c of cases) {
