@@ -10,17 +10,19 @@
  *   pipeline or straight on the connection in one socket write, on a connection that
  *   defines no scripts (as the engine's): what a pipeline costs without scripts to copy;
  * - a time as ISO text by `Date.prototype.toISOString` or by the engine's `iso`;
- * - a script call's bytes written by ioredis's own encoding (a Command's `toWritable`) or by the
- *   engine's `encodeCommand`: an acceptEvents call (9 keys, 10 arguments, one a 700-byte
- *   packed Buffer) and a call adding 16 continuation jobs (BullMQ's msgpack Buffers among them).
+ * - a script call built and its bytes written, by ioredis's own `Script` or by the engine's
+ *   `LuaScript` (engine's script-command.ts): an acceptEvents call (9 keys, 10 arguments, one a
+ *   700-byte packed Buffer) and a call adding 16 continuation jobs (BullMQ's msgpack Buffers
+ *   among them), on a connection that only builds them.
  *
  * The process's CPU (user + sys) and wall time per job or per step; rounds alternate
  * the two ways, medians printed. Usage: npm run bench:handout [-- --rounds 5] [-- --quick]
  */
-import { encodeCommand, iso } from "@rendezvous/engine";
+import { createRequire } from "node:module";
+import { iso, LuaScript } from "@rendezvous/engine";
 import { addStepJobs } from "@rendezvous/workers";
 import { Queue } from "bullmq";
-import { Command, Redis } from "ioredis";
+import { type Command, Redis } from "ioredis";
 import { parseArgs } from "./lib/args.js";
 import { measureCeiling, RESOLVE_CEILING } from "./lib/ceiling.js";
 import { startBenchRedis } from "./lib/redis.js";
@@ -136,28 +138,42 @@ cases.push({
 });
 const CALLS = 2_000;
 const keys = (n: number) => Array.from({ length: n }, (_, i) => `{bench:p${i}}:k${i}`);
-const acceptCall = ["0".repeat(40), 9, ...keys(9), "86400000", "", Buffer.alloc(700, 65)];
+const acceptCall: Array<string | number | Buffer> = [...keys(9), "86400000", "", Buffer.alloc(700, 65)];
 acceptCall.push("100", "86400000", "w3.", "matchers c-1", "dispatchers d-1", "16", "");
-const addCall: Array<string | number | Buffer> = ["0".repeat(40), 8 * 16];
+const addCall: Array<string | number | Buffer> = [];
 for (let j = 0; j < 16; j++) addCall.push(...keys(8));
 for (let j = 0; j < 16; j++)
   addCall.push("", Buffer.alloc(24, 1), JSON.stringify({ ...WAIT, id: `w${j}` }), Buffer.alloc(80, 3));
-for (const [label, callArgs] of [
-  ["an acceptEvents call", acceptCall],
-  ["a call adding 16 jobs", addCall],
+// a connection that only builds each call and its bytes (one socket: EVALSHA after the first)
+const socket = {};
+const sink = {
+  sendCommand(command: Command) {
+    command.toWritable(socket);
+    return command.promise;
+  },
+};
+type IoredisScript = InstanceType<typeof import("ioredis/built/Script.js").default>;
+const { default: IoredisScript } = createRequire(import.meta.url)("ioredis/built/Script.js") as {
+  default: new (lua: string, numberOfKeys: number) => IoredisScript;
+};
+for (const [label, callArgs, numberOfKeys] of [
+  ["an acceptEvents call", acceptCall, 9],
+  ["a call adding 16 jobs", addCall, 128],
 ] as const) {
-  const command = new Command("evalsha", [...callArgs]);
+  const lua = `return ${numberOfKeys}`;
+  const theirs = new IoredisScript(lua, numberOfKeys);
+  const ours = new LuaScript(lua, numberOfKeys);
   cases.push({
-    name: `the bytes of ${label} (${CALLS.toLocaleString("en")} per step)`,
+    name: `${label}, built and written (${CALLS.toLocaleString("en")} per step)`,
     unit: "call",
     units: CALLS * 20,
     perStep: CALLS,
     ways: {
-      ioredis: async () => {
-        for (let i = 0; i < CALLS; i++) command.toWritable({});
+      "ioredis Script": async () => {
+        for (let i = 0; i < CALLS; i++) theirs.execute(sink, [...callArgs], {});
       },
-      encodeCommand: async () => {
-        for (let i = 0; i < CALLS; i++) encodeCommand(command.name, command.args as Array<string | Buffer>);
+      LuaScript: async () => {
+        for (let i = 0; i < CALLS; i++) ours.execute(sink, callArgs, {});
       },
     },
   });
