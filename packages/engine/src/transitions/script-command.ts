@@ -27,7 +27,7 @@ interface Container {
  * call per part. `npm run bench:handout` measures a call built and written both ways.
  */
 export function encodeCommand(name: string, args: readonly (string | Buffer)[]): string | Buffer {
-  let text = `*${args.length + 1}\r\n$${name.length}\r\n${name}\r\n`;
+  let text = `*${args.length + 1}\r\n$${Buffer.byteLength(name)}\r\n${name}\r\n`;
   // [text, its UTF-8 length, the Buffer after it] for each Buffer argument
   const runs: Array<string | number | Buffer> = [];
   let total = 0;
