@@ -187,4 +187,4 @@ export {
 } from "./tracing.js";
 export { Code, type CodeName, type CodeValue } from "./transitions/replies.js";
 export { type ArgValue, foreignScript } from "./transitions/run.js";
-export { encodeCommand, LuaScript } from "./transitions/script-command.js";
+export { LuaScript } from "./transitions/script-command.js";

@@ -9,11 +9,11 @@ import type { ChainableCommander } from "ioredis";
 import { luaScripts, type ScriptName } from "../generated/lua.js";
 import type { PartitionKeys } from "../keys.js";
 import { coalesceWrites, type RedisLike } from "../redis.js";
-import { LuaScript } from "./script-command.js";
+import { type ArgValue, LuaScript } from "./script-command.js";
 
 export type Commander = RedisLike | ChainableCommander;
 
-export type ArgValue = string | number | Buffer;
+export type { ArgValue };
 
 export interface ScriptCall {
   script: ScriptName;
@@ -106,12 +106,12 @@ const UTF8 = { replyEncoding: "utf8" } as const;
 function execute(
   script: LuaScript,
   name: string,
-  numberOfKeys: number,
   target: Commander,
   keys: readonly string[],
   args: readonly ArgValue[],
 ): Promise<unknown> {
-  if (keys.length !== numberOfKeys) throw new Error(`${name} takes ${numberOfKeys} keys, got ${keys.length}`);
+  const n = script.numberOfKeys;
+  if (keys.length !== n) throw new Error(`${name} takes ${n} keys, got ${keys.length}`);
   return script.execute(target, (keys as ArgValue[]).concat(args), { ...UTF8 });
 }
 
@@ -126,12 +126,12 @@ export function foreignScript(
   numberOfKeys: number,
 ): (target: RedisLike, keys: readonly string[], args: readonly ArgValue[]) => Promise<unknown> {
   const script = new LuaScript(lua, numberOfKeys);
-  return (target, keys, args) => execute(script, "the script", numberOfKeys, target, keys, args);
+  return (target, keys, args) => execute(script, "the script", target, keys, args);
 }
 
 /** Runs a script on a connection (returns its reply) or queues it on a pipeline. */
 export function runScript(target: Commander, call: ScriptCall): Promise<unknown> {
   if ((target as { isPipeline?: boolean }).isPipeline !== true) coalesceWrites(target as RedisLike);
   const { script, keys, args } = call;
-  return execute(scripts[script], script, luaScripts[script].numberOfKeys, target, keys, args);
+  return execute(scripts[script], script, target, keys, args);
 }

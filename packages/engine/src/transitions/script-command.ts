@@ -10,7 +10,8 @@
 import { createHash } from "node:crypto";
 import { Command } from "ioredis";
 
-type Arg = string | number | Buffer;
+/** A script argument: numbers go as their decimal text. */
+export type ArgValue = string | number | Buffer;
 /** Where a call goes: a connection, or a pipeline (which sends its commands through its connection at exec). */
 interface Container {
   isPipeline?: boolean;
@@ -71,7 +72,7 @@ export class LuaScript {
    * the target's sendCommand returns: the reply's promise on a connection (a pipeline
    * returns itself, its replies come with exec).
    */
-  execute(target: unknown, keysAndArgs: readonly Arg[], options: Record<string, unknown>): Promise<unknown> {
+  execute(target: unknown, keysAndArgs: readonly ArgValue[], options: Record<string, unknown>): Promise<unknown> {
     const container = target as Container;
     // as ioredis would give them to Redis: numbers as text
     const args: Array<string | Buffer> = [this.sha, String(this.numberOfKeys)];
