@@ -168,7 +168,7 @@ export function printProfiles(profiles: ProcessProfile[]): void {
     printTable(
       `  ${p.config} / ${p.process}: the functions with the most self time`,
       ["function", "where", "category", "µs/event"],
-      s.top.map((f) => [f.fn, f.where, f.category, us(f.ms)]),
+      s.top.slice(0, 15).map((f) => [f.fn, f.where, f.category, us(f.ms)]),
     );
   }
 }
@@ -236,7 +236,8 @@ export function profilesOf(
       progress(`${config}: no CPU profile from ${r.name} (pid ${r.pid}) in ${profDir}`);
       return [];
     }
-    const summary = summarizeProfile(file, row.phase.fromUs, row.phase.toUs);
+    // (the results file keeps the first 60 functions; the table prints 15)
+    const summary = summarizeProfile(file, row.phase.fromUs, row.phase.toUs, 60);
     const procMs = ((row.cpu.byProcess[r.name] ?? 0) * row.events) / 1000;
     const mainMs = (row.mainThreads[r.name]?.runS ?? 0) * 1000;
     const profilerMs = (row.byThread[r.name]?.["v8:ProfEvntProc"] ?? 0) * 1000;
