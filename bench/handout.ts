@@ -173,7 +173,7 @@ for (const [label, callArgs, numberOfKeys] of [
         for (let i = 0; i < CALLS; i++) theirs.execute(sink, [...callArgs], {});
       },
       LuaScript: async () => {
-        for (let i = 0; i < CALLS; i++) ours.execute(sink, callArgs, {});
+        for (let i = 0; i < CALLS; i++) ours.execute(sink, [], callArgs, {});
       },
     },
   });

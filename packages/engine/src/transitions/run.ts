@@ -112,7 +112,7 @@ function execute(
 ): Promise<unknown> {
   const n = script.numberOfKeys;
   if (keys.length !== n) throw new Error(`${name} takes ${n} keys, got ${keys.length}`);
-  return script.execute(target, (keys as ArgValue[]).concat(args), { ...UTF8 });
+  return script.execute(target, keys, args, { ...UTF8 });
 }
 
 /**

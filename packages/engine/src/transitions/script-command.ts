@@ -68,28 +68,36 @@ export class LuaScript {
   }
 
   /**
-   * Sends a call (`keysAndArgs`: its keys, then its arguments) on `target`; returns what
-   * the target's sendCommand returns: the reply's promise on a connection (a pipeline
-   * returns itself, its replies come with exec).
+   * Sends a call (its `keys`, then its `args`) on `target`; returns what the target's
+   * sendCommand returns: the reply's promise on a connection (a pipeline returns itself,
+   * its replies come with exec).
    */
-  execute(target: unknown, keysAndArgs: readonly ArgValue[], options: Record<string, unknown>): Promise<unknown> {
+  execute(
+    target: unknown,
+    keys: readonly ArgValue[],
+    args: readonly ArgValue[],
+    options: Record<string, unknown>,
+  ): Promise<unknown> {
     const container = target as Container;
     // as ioredis would give them to Redis: numbers as text
-    const args: Array<string | Buffer> = [this.sha, String(this.numberOfKeys)];
-    for (const a of keysAndArgs) args.push(typeof a === "number" ? String(a) : a);
-    const call = new ScriptCall(this, this.#loaded, args, options);
-    call.promise = call.promise.catch((err: Error) => {
+    const all: Array<string | Buffer> = [this.sha, String(this.numberOfKeys)];
+    for (const a of keys) all.push(typeof a === "number" ? String(a) : a);
+    for (const a of args) all.push(typeof a === "number" ? String(a) : a);
+    const command = new ScriptCommand(this, this.#loaded, all, options);
+    command.promise = command.promise.catch((err: Error) => {
       if (!err.message.includes("NOSCRIPT")) throw err;
-      const again = new ScriptCall(this, this.#loaded, args, options);
+      // (its own arguments: a command rewrites its first one as it is written)
+      const again = new ScriptCommand(this, this.#loaded, all.slice(), options);
       const client = (container.isPipeline ? container.redis : container) as Container;
       client.sendCommand(again);
       return again.promise;
     });
-    return container.sendCommand(call) as Promise<unknown>;
+    return container.sendCommand(command) as Promise<unknown>;
   }
 }
 
-class ScriptCall extends Command {
+/** One call of a script: EVALSHA, or EVAL on a connection that has not loaded it. */
+class ScriptCommand extends Command {
   readonly #script: LuaScript;
   readonly #loaded: WeakSet<object>;
 
@@ -99,10 +107,10 @@ class ScriptCall extends Command {
     args: Array<string | Buffer>,
     options: Record<string, unknown>,
   ) {
-    // (the arguments are set after: Command's constructor copies them through
-    // Array.prototype.flat, which costs about as much as writing them)
+    // (the arguments, the command's own, are set after: Command's constructor copies them
+    // through Array.prototype.flat, which costs about as much as writing them)
     super("evalsha", [], options);
-    this.args = args.slice();
+    this.args = args;
     this.#script = script;
     this.#loaded = loaded;
   }
