@@ -35,6 +35,7 @@ const ON_CLUSTER = [
   "packages/engine/test/quotas.test.ts",
   "packages/workers/test/roles.test.ts",
   "packages/workers/test/dispatch.test.ts",
+  "packages/workers/test/one-step-ingest.test.ts",
   "packages/workers/test/handoff.test.ts",
   "packages/workers/test/scheduler.test.ts",
   "packages/server/test/crash.test.ts",

@@ -43,63 +43,7 @@
                  { status, matchedWaitIds, lateWaitIds, collectedWaitIds } per appended
                  event, in order (status as matchEvent's); handed as matchEvent's
 ]]
---@include "codes"
---@include "clock"
---@include "consumer-group"
---@include "append-events"
---@include "match-event"
+--@include "accept-events"
 
 --@keys
-local traceArg = ARGV[10]
-
--- caught up before this call: no entry after the group's last delivered one, none pending
-local group, consumer = groupAndConsumer(ARGV[7])
--- (the group's lag when Redis knows it, else a look past its last-delivered id)
-local state = groupState(keys.stream, group)
-local caughtUp = false
-if state and state.pending == 0 then
-  if state.lag ~= nil then
-    caughtUp = state.lag == 0
-  else
-    caughtUp = #redis.call("XRANGE", keys.stream, "(" .. state.lastDelivered, "+", "COUNT", "1") == 0
-  end
-end
-
-local sid, codes, existing, fresh, traces, written = appendEventRows(keys, tonumber(ARGV[1]), ARGV[2], ARGV[3], traceArg)
-if sid == "" or not caughtUp or #fresh > ARGV[9] + 0 then
-  return { sid, codes, existing }
-end
-
-local now = nowMs(ARGV[2])
-local retentionMs = ARGV[5] + 0
-local matches, settled = {}, 0
-for n, eventKey in ipairs(fresh) do
-  local r = matchEntryEvent(keys, sid, eventKey, ARGV[4], retentionMs, now, ARGV[6], traces and traces[n] or "", written[eventKey])
-  if r.code ~= C_OK then
-    -- (not reached: the record was written just now and names this entry) the entry stays
-    -- undelivered, and the matcher runs the match again, which changes nothing done here
-    return { sid, codes, existing }
-  end
-  matches[n] = { r.st, r.matched, r.late, r.collected or {} }
-  settled = settled + #r.matched - (r.collected and #r.collected or 0)
-end
-
--- matched: delivered to this process's matcher (the group's read position and counts stay
--- true) and acknowledged. Last, so that a match that raises (Redis keeps a script's writes
--- before an error) leaves the entry undelivered for the matcher, never acked unmatched.
--- (where the group's entries-read count is known, its position is set past the entry with
--- the count one more, as a read and its ack would leave both, without a reply to build)
-if state.entriesRead ~= nil then
-  redis.call("XGROUP", "SETID", keys.stream, group, sid, "ENTRIESREAD", state.entriesRead + 1)
-else
-  redis.call("XREADGROUP", "GROUP", group, consumer, "COUNT", "1", "STREAMS", keys.stream, ">")
-  redis.call("XACK", keys.stream, group, sid)
-end
-
-if ARGV[8] ~= "" and settled > 0 then
-  local handed = deliverTo(keys.outbox, ARGV[8], tostring(settled))
-  if handed then
-    return { sid, codes, existing, matches, handed }
-  end
-end
-return { sid, codes, existing, matches }
+return acceptRows(keys, ARGV, unpackRows(ARGV[3], 2), ARGV[10])

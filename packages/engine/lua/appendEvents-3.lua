@@ -38,5 +38,5 @@
 --@include "append-events"
 
 --@keys
-local sid, codes, existing = appendEventRows(keys, tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4])
+local sid, codes, existing = appendEventRows(keys, tonumber(ARGV[1]), ARGV[2], unpackRows(ARGV[3], 2), ARGV[4])
 return { sid, codes, existing }

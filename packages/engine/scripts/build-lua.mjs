@@ -155,7 +155,10 @@ function keysTable(file, source, keyNames) {
   if (/KEYS\[/.test(body)) throw new Error(`lua/${file}: the body reads KEYS[n]; use --@keys and keys.<name>`);
   const markers = [...source.matchAll(/^--@keys$/gm)].length;
   if (markers > 1) throw new Error(`lua/${file}: more than one --@keys line`);
-  const fields = keyNames.map((n, i) => `${n} = KEYS[${i + 1}]`).join(", ");
+  // a last rest name takes the KEYS after the named ones, as a list
+  const fields = keyNames
+    .map((n, i) => (n.startsWith("...") ? `${n.slice(3)} = { unpack(KEYS, ${i + 1}) }` : `${n} = KEYS[${i + 1}]`))
+    .join(", ");
   return source.replace(/^--@keys$/m, `local keys = { ${fields} }`);
 }
 
@@ -181,8 +184,9 @@ function withIncludes(file, source) {
 function build(file, source, keyNames) {
   const lua = inlineHelpers(file, withIncludes(file, keysTable(file, source, keyNames)));
   const code = lua.replace(/--\[\[[\s\S]*?\]\]/g, "").replace(/--.*$/gm, "");
+  const names = keyNames.map((n) => n.replace(/^\.\.\./, ""));
   for (const m of code.matchAll(/\bkeys\.([A-Za-z_]\w*)/g)) {
-    if (!keyNames.includes(m[1])) throw new Error(`lua/${file}: keys.${m[1]} is not in the header's KEYS`);
+    if (!names.includes(m[1])) throw new Error(`lua/${file}: keys.${m[1]} is not in the header's KEYS`);
   }
   return lua;
 }
@@ -204,8 +208,10 @@ function signature(file, source, numberOfKeys) {
     if (list.at(-1)?.startsWith("...")) throw new Error(`lua/${file}: ${kind}[${index}] after a rest argument`);
     list.push(rest ? `...${name}` : name);
   }
-  if (keyNames.length !== numberOfKeys) {
-    throw new Error(`lua/${file}: the header lists ${keyNames.length} KEYS, the name says ${numberOfKeys}`);
+  // (a rest of KEYS is not counted: the name says how many keys every call has)
+  const named = keyNames.filter((n) => !n.startsWith("...")).length;
+  if (named !== numberOfKeys) {
+    throw new Error(`lua/${file}: the header lists ${named} KEYS, the name says ${numberOfKeys}`);
   }
   const used = Math.max(0, ...[...source.matchAll(/ARGV\[(\d+)\]/g)].map((m) => Number(m[1])));
   if (!argNames.at(-1)?.startsWith("...") && used > argNames.length) {

@@ -12,19 +12,19 @@
 --@include "stream-entries"
 --@include "expiry"
 
--- Appends the packed events `eventsArg` (appendEvents' ARGV[3]; `tracesArg`: its
--- ARGV[4] or nil) to the partition's stream, keeping their records `keepMs`; `nowArg`
+-- Appends the events `rows` (appendEvents' ARGV[3] unpacked: unpackRows(ARGV[3], 2);
+-- `tracesArg`: its ARGV[4] or nil) to the partition's stream, keeping their records `keepMs`; `nowArg`
 -- "" or a fixed time. Returns sid ("" when nothing was appended), the code digits, the
 -- records of the EXISTS events, the event keys appended (in order), when the call has
 -- traces their trace context texts (same order), and the records written now by event
 -- key (what a match in the same script reads instead of the hash).
-local function appendEventRows(keys, keepMs, nowArg, eventsArg, tracesArg)
+local function appendEventRows(keys, keepMs, nowArg, rows, tracesArg)
   local idArg = "*"
   if nowArg ~= "" then
     idArg = nowArg .. "-*"
   end
 
-  local eventKeys, heads, fields, stored = loadEventRows(keys.events, eventsArg)
+  local eventKeys, heads, fields, stored = loadEventRows(keys.events, rows)
 
   -- the event keys to append now (a key repeated in the call is appended once), and
   -- their trace context parts when the call has any

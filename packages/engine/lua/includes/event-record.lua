@@ -34,10 +34,10 @@ local function loadEventRecords(eventsKey, eventKeys)
   return redis.call("HMGET", eventsKey, unpack(fields))
 end
 
--- Packed rows (encoded event key, value) with their event-record fields and stored
--- records: loadPackedRows.
-local function loadEventRows(eventsKey, packed)
-  return loadPackedRows(eventsKey, packed, "e:")
+-- Rows (encoded event key, value; unpackRows of appendEvents' ARGV[3]) with their
+-- event-record fields and stored records: loadRows.
+local function loadEventRows(eventsKey, rows)
+  return loadRows(eventsKey, rows, "e:")
 end
 
 -- What completes an appended event's record head (its JSON without the closing

@@ -30,14 +30,18 @@ local function unpackRows(packed, width)
   return columns
 end
 
--- The ingest steps' arguments: rows of (encoded event key, value) packed in one
--- argument, and the hash field "<prefix><event key>" of each read with one HMGET.
--- Returns the event keys, the values, the fields and the stored values (false: none).
-local function loadPackedRows(hashKey, packed, prefix)
-  local rows = unpackRows(packed, 2)
+-- The ingest steps' arguments: rows of (encoded event key, value), as unpackRows gives
+-- them, and the hash field "<prefix><event key>" of each read with one HMGET. Returns
+-- the event keys, the values, the fields and the stored values (false: none).
+local function loadRows(hashKey, rows, prefix)
   local eventKeys, fields = rows[1], {}
   for n = 1, #eventKeys do
     fields[n] = prefix .. eventKeys[n]
   end
   return eventKeys, rows[2], fields, redis.call("HMGET", hashKey, unpack(fields))
+end
+
+-- loadRows of such rows packed in one argument.
+local function loadPackedRows(hashKey, packed, prefix)
+  return loadRows(hashKey, unpackRows(packed, 2), prefix)
 end

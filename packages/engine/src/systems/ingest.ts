@@ -25,10 +25,23 @@ import { iso } from "../formats/iso.js";
 import { type Rejection, rejectionRecord, toRejections } from "../formats/rejection-record.js";
 import type { StreamEntry, StreamEvent } from "../formats/stream-entries.js";
 import { type TraceCarrier, traceText } from "../formats/trace-context.js";
-import { type Accepted, acceptEventsCall, acceptEventsResult } from "../transitions/acceptEvents.js";
+import type { PartitionKeys } from "../keys.js";
+import { isCluster } from "../redis.js";
+import {
+  type AcceptEventsArgs,
+  type Accepted,
+  acceptEventsCall,
+  acceptEventsResult,
+} from "../transitions/acceptEvents.js";
 import { annotateWaitsCalls, type BatchAnnotation } from "../transitions/annotateWaits.js";
-import { type Appended, appendEventsCall, appendEventsResults } from "../transitions/appendEvents.js";
+import {
+  type AppendEventsArgs,
+  type Appended,
+  appendEventsCall,
+  appendEventsResults,
+} from "../transitions/appendEvents.js";
 import { dedupEventsCall, dedupEventsCodes } from "../transitions/dedupEvents.js";
+import { ingestEventsCall, ingestEventsResult } from "../transitions/ingestEvents.js";
 import type { Handoff, MatchResult } from "../transitions/matchEvent.js";
 import { recordRejectionCall } from "../transitions/recordRejection.js";
 import { Code, failure } from "../transitions/replies.js";
@@ -77,7 +90,10 @@ export class IngestSystem {
    * each event key, or refuse other content under it), then append (match-key
    * partitions: append once per event key). A crash between them loses nothing: the
    * producer's retry finds its claim and appends; an event key appended before answers
-   * `duplicate` with the original, whichever attempt appended it.
+   * `duplicate` with the original, whichever attempt appended it. With the matcher of
+   * this process on a single Redis, one round trip: each match-key partition's call
+   * claims and accepts together (ingestEvents); a call that meets another content's
+   * claim writes nothing and its events take the two steps.
    */
   async ingest(tenant: string, producer: string, events: IngestInput[]): Promise<IngestResult[]> {
     const { keys, config } = this.ctx;
@@ -107,79 +123,114 @@ export class IngestSystem {
     type Item = (typeof items)[number];
 
     const all = items.map((_, i) => i);
-    const dedup = await this.ctx.perPartition(
-      all,
-      (i) => (items[i] as Item).eventPartition,
-      (k, members) =>
-        dedupEventsCall(k, {
-          windowMs: config.dedupWindowMs,
-          now,
-          events: members.map((i) => ({ eventKey: (items[i] as Item).eventKey, record: (items[i] as Item).dedup })),
-        }),
-      dedupEventsCodes,
-    );
-
     const results: Array<IngestResult | undefined> = new Array(items.length);
+    const appended: Appended[] = [];
+    // the members appended (or found appended before), and later sends of an event key claimed in this batch
     const toAppend: number[] = [];
-    const firstInBatch = new Map<string, number>();
     const sameInBatch: Array<[later: number, first: number]> = [];
-    for (const i of all) {
-      const code = Number(dedup[i]);
-      const eventKey = (items[i] as Item).eventKey;
-      const first = firstInBatch.get(eventKey);
-      if (code === Code.PENDING && first !== undefined) sameInBatch.push([i, first]);
-      else if (code === Code.CREATED || code === Code.PENDING) {
-        toAppend.push(i);
-        firstInBatch.set(eventKey, i);
-      } else if (code === Code.CONFLICT) {
-        results[i] = { status: "rejected", error: new RendezvousError("event_id_conflict") };
-      } else throw failure(code);
-    }
-
     const prefix = eventRecordPrefix(producer);
     const matcher = this.matcher;
     const handoff = matcher?.handoff();
     // the calls that matched what they appended, with their members (in call order)
     const matchedCalls: Array<{ call: Accepted; members: number[] }> = [];
-    const appendAll = () =>
-      this.ctx.perPartition<Appended>(
-        toAppend,
-        (i) => keys.partition((items[i] as Item).matchPartition),
-        (k, members) => {
-          let keepMs = config.dedupWindowMs;
-          const events = members.map((i) => {
-            const it = items[i] as Item;
-            const retention = retentionFor(config as Config, it.input.type);
-            keepMs = Math.max(keepMs, retention);
-            return {
-              eventKey: it.eventKey,
-              head: eventRecordHead(prefix, it, retention),
-              trace: traceText(it.input.trace),
-            };
-          });
-          if (!matcher) return appendEventsCall(k, { keepMs, now, events });
-          return acceptEventsCall(k, {
-            keepMs,
-            now,
-            events,
-            fanoutCap: config.fanoutCap,
-            retentionMs: config.retentionMs,
-            idPrefix: waitIdPrefix(k.partition),
-            matchers: matcher.matchers,
-            handoff,
-          });
-        },
-        matcher
-          ? (reply, _count, members) => {
-              const call = acceptEventsResult(reply);
-              if (call.matches) matchedCalls.push({ call, members });
-              return call.appended;
-            }
-          : appendEventsResults,
-      );
-    let appended: Appended[];
+    const appendArgs = (members: number[]): AppendEventsArgs => {
+      let keepMs = config.dedupWindowMs;
+      const events = members.map((i) => {
+        const it = items[i] as Item;
+        const retention = retentionFor(config as Config, it.input.type);
+        keepMs = Math.max(keepMs, retention);
+        return {
+          eventKey: it.eventKey,
+          head: eventRecordHead(prefix, it, retention),
+          trace: traceText(it.input.trace),
+        };
+      });
+      return { keepMs, now, events };
+    };
+    const acceptArgs = (k: PartitionKeys, members: number[]): AcceptEventsArgs => ({
+      ...appendArgs(members),
+      fanoutCap: config.fanoutCap,
+      retentionMs: config.retentionMs,
+      idPrefix: waitIdPrefix(k.partition),
+      matchers: (matcher as AcceptMatcher).matchers,
+      handoff,
+    });
+    const accepted = (reply: Accepted, members: number[]): Appended[] => {
+      if (reply.matches) matchedCalls.push({ call: reply, members });
+      return reply.appended;
+    };
+    const matchPartitionOf = (i: number) => keys.partition((items[i] as Item).matchPartition);
+
     try {
-      appended = await appendAll();
+      // one step (a single Redis, each event key once in the batch): a call whose claims
+      // met a conflict wrote nothing, and its events take the two steps
+      let twoSteps = all;
+      if (matcher && !isCluster(this.ctx.redis) && new Set(items.map((it) => it.eventKey)).size === items.length) {
+        twoSteps = [];
+        const one = await this.ctx.perPartition<Appended | undefined>(
+          all,
+          matchPartitionOf,
+          (k, members) =>
+            ingestEventsCall(k, {
+              ...acceptArgs(k, members),
+              windowMs: config.dedupWindowMs,
+              claims: members.map((i) => ({
+                record: (items[i] as Item).dedup,
+                partition: (items[i] as Item).eventPartition,
+              })),
+            }),
+          (reply, count, members) => {
+            const call = ingestEventsResult(reply);
+            if (call) return accepted(call, members);
+            twoSteps.push(...members);
+            return new Array(count);
+          },
+        );
+        for (const i of all) {
+          const outcome = one[i];
+          if (outcome === undefined) continue;
+          appended[i] = outcome;
+          toAppend.push(i);
+        }
+      }
+      if (twoSteps.length > 0) {
+        const dedup = await this.ctx.perPartition(
+          twoSteps,
+          (i) => (items[i] as Item).eventPartition,
+          (k, members) =>
+            dedupEventsCall(k, {
+              windowMs: config.dedupWindowMs,
+              now,
+              events: members.map((i) => ({ eventKey: (items[i] as Item).eventKey, record: (items[i] as Item).dedup })),
+            }),
+          dedupEventsCodes,
+        );
+        const appendNow: number[] = [];
+        const firstInBatch = new Map<string, number>();
+        for (const i of twoSteps) {
+          const code = Number(dedup[i]);
+          const eventKey = (items[i] as Item).eventKey;
+          const first = firstInBatch.get(eventKey);
+          if (code === Code.PENDING && first !== undefined) sameInBatch.push([i, first]);
+          else if (code === Code.CREATED || code === Code.PENDING) {
+            appendNow.push(i);
+            firstInBatch.set(eventKey, i);
+          } else if (code === Code.CONFLICT) {
+            results[i] = { status: "rejected", error: new RendezvousError("event_id_conflict") };
+          } else throw failure(code);
+        }
+        const two = await this.ctx.perPartition<Appended>(
+          appendNow,
+          matchPartitionOf,
+          (k, members) =>
+            matcher ? acceptEventsCall(k, acceptArgs(k, members)) : appendEventsCall(k, appendArgs(members)),
+          matcher ? (reply, _count, members) => accepted(acceptEventsResult(reply), members) : appendEventsResults,
+        );
+        for (const i of appendNow) {
+          appended[i] = two[i] as Appended;
+          toAppend.push(i);
+        }
+      }
     } finally {
       // (also when another partition's call failed: what matched is handed on and counted)
       if (matcher && matchedCalls.length > 0) await this.#matched(matcher, matchedCalls, (i) => items[i] as Item);

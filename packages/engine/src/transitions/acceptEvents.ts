@@ -40,8 +40,13 @@ const pair = (h: Handoff): string => `${h.group} ${h.consumer}`;
 export const ACCEPT_MATCH_BUDGET = 1_600;
 
 export function acceptEventsCall(k: PartitionKeys, a: AcceptEventsArgs): ScriptCall {
+  return transitionCall("acceptEvents", k, acceptArgs(a));
+}
+
+/** acceptEvents' arguments (ingestEvents' first nine and its traces are the same). */
+export function acceptArgs(a: AcceptEventsArgs) {
   const { events, traces } = packedEvents(a.events);
-  return transitionCall("acceptEvents", k, {
+  return {
     keepMs: a.keepMs,
     now: clock(a.now),
     events,
@@ -52,7 +57,7 @@ export function acceptEventsCall(k: PartitionKeys, a: AcceptEventsArgs): ScriptC
     handoff: a.handoff ? pair(a.handoff) : "",
     matchUpTo: Math.max(1, Math.floor(ACCEPT_MATCH_BUDGET / a.fanoutCap)),
     traces,
-  });
+  };
 }
 
 export function acceptEventsResult(reply: unknown): Accepted {

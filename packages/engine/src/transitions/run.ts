@@ -35,9 +35,12 @@ export type ScriptArgs<N extends ScriptName> = {
 /** The fields of PartitionKeys that are Redis keys: what a header's KEYS names must be. */
 type KeyField = { [F in keyof PartitionKeys]: PartitionKeys[F] extends string ? F : never }[keyof PartitionKeys];
 
-/** The scripts whose KEYS are all a partition's (every transition but the tenant-slot ones). */
+/** A script's named KEYS (a last `...name`, the rest of KEYS, is given apart: `transitionCall`'s `restKeys`). */
+type NamedKey<N extends ScriptName> = Exclude<Header<N>["keys"][number], `...${string}`>;
+
+/** The scripts whose named KEYS are all a partition's (every transition but the tenant-slot ones). */
 export type PartitionScript = {
-  [N in ScriptName]: Header<N>["keys"][number] extends KeyField ? N : never;
+  [N in ScriptName]: NamedKey<N> extends KeyField ? N : never;
 }[ScriptName];
 
 interface Plan {
@@ -47,25 +50,33 @@ interface Plan {
 }
 
 function planOf<N extends ScriptName>(script: N): Plan {
-  const keys: readonly string[] = luaScripts[script].keys;
+  const keys = (luaScripts[script].keys as readonly string[]).filter((k) => !k.startsWith("..."));
   const argv: readonly string[] = luaScripts[script].argv;
   const last = argv.at(-1);
   const rest = last?.startsWith("...") ? last.slice(3) : null;
   return { keys, params: rest === null ? argv : argv.slice(0, -1), rest };
 }
 
+/** Does the script take a rest of KEYS after its named ones? */
+const takesRestKeys = (script: ScriptName): boolean =>
+  (luaScripts[script].keys as readonly string[]).some((k) => k.startsWith("..."));
+
 const plans = new Map<ScriptName, Plan>((Object.keys(luaScripts) as ScriptName[]).map((s) => [s, planOf(s)]));
 
 /**
  * A call of `script` on the partition `k`: its KEYS and ARGV in the order of the script
- * header (a KEYS name of the header that is no key of PartitionKeys does not compile).
+ * header (a KEYS name of the header that is no key of PartitionKeys does not compile);
+ * `restKeys` after them, for a script whose header ends its KEYS with a rest.
  */
 export function transitionCall<N extends PartitionScript>(
   script: N,
   k: PartitionKeys,
   args: NoInfer<ScriptArgs<N>>,
+  restKeys?: readonly string[],
 ): ScriptCall {
-  return keyedCall(script, k as unknown as Record<Header<N>["keys"][number], string>, args);
+  const call = keyedCall(script, k as unknown as Record<NamedKey<N>, string>, args);
+  if (restKeys) call.keys.push(...restKeys);
+  return call;
 }
 
 /**
@@ -74,7 +85,7 @@ export function transitionCall<N extends PartitionScript>(
  */
 export function keyedCall<N extends ScriptName>(
   script: N,
-  k: Readonly<Record<Header<N>["keys"][number], string>>,
+  k: Readonly<Record<NamedKey<N>, string>>,
   args: NoInfer<ScriptArgs<N>>,
 ): ScriptCall {
   const plan = plans.get(script) as Plan;
@@ -97,7 +108,10 @@ export function clock(now?: number): string {
  * pipeline copies every registered command onto itself when it is built.
  */
 const scripts = Object.fromEntries(
-  Object.entries(luaScripts).map(([name, def]) => [name, new LuaScript(def.lua, def.numberOfKeys)]),
+  Object.entries(luaScripts).map(([name, def]) => [
+    name,
+    new LuaScript(def.lua, def.numberOfKeys, takesRestKeys(name as ScriptName)),
+  ]),
 ) as Record<ScriptName, LuaScript>;
 
 const UTF8 = { replyEncoding: "utf8" } as const;
@@ -111,7 +125,8 @@ function execute(
   args: readonly ArgValue[],
 ): Promise<unknown> {
   const n = script.numberOfKeys;
-  if (keys.length !== n) throw new Error(`${name} takes ${n} keys, got ${keys.length}`);
+  if (keys.length < n || (keys.length > n && !script.restKeys))
+    throw new Error(`${name} takes ${n} keys, got ${keys.length}`);
   return script.execute(target, keys, args, { ...UTF8 });
 }
 

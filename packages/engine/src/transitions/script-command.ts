@@ -60,9 +60,14 @@ export class LuaScript {
   /** the connections (their sockets) that have loaded the script: EVALSHA there */
   readonly #loaded = new WeakSet<object>();
 
+  /**
+   * `numberOfKeys`: the keys every call has; `restKeys`: a call may have more after them
+   * (the script's header ends its KEYS with a rest).
+   */
   constructor(
     readonly lua: string,
     readonly numberOfKeys: number,
+    readonly restKeys = false,
   ) {
     this.sha = createHash("sha1").update(lua).digest("hex");
   }
@@ -80,7 +85,7 @@ export class LuaScript {
   ): Promise<unknown> {
     const container = target as Container;
     // as ioredis would give them to Redis: numbers as text
-    const all: Array<string | Buffer> = [this.sha, String(this.numberOfKeys)];
+    const all: Array<string | Buffer> = [this.sha, String(keys.length)];
     for (const a of keys) all.push(typeof a === "number" ? String(a) : a);
     for (const a of args) all.push(typeof a === "number" ? String(a) : a);
     const command = new ScriptCommand(this, this.#loaded, all, options);
