@@ -79,6 +79,8 @@ const COMPACT_BATCH = args.number("compact-batch", BATCH);
 /** jobs per add (--add-step N), by the dispatcher's one script call (default) or `--add-bulk` */
 const ADD_STEP = args.number("add-step", BATCH);
 const ADD_BULK = args.flag("add-bulk");
+/** outbox entries per dispatch step (--dispatch-step N; the Dispatcher's default: 50) */
+const DISPATCH_STEP = args.number("dispatch-step", 50);
 const NOTE = "n".repeat(120);
 const ONLY = args.string("only", "");
 /** the waits of the match case: one type (default), `any-of` (two types), `count-3` */
@@ -270,7 +272,7 @@ const dispatch = await measure("dispatch", async (url) => {
   }
   return async (n) => {
     const res = sets.get(n) as Resources;
-    await dispatchAll(res, n);
+    await dispatchAll(res, n, DISPATCH_STEP);
     await res.close();
   };
 });

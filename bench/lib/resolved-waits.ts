@@ -85,7 +85,7 @@ export async function resolveWaits(res: Resources, events: BenchEvent[], batch: 
 }
 
 /** A Dispatcher started on the resources until it has handed out `n` continuations. */
-export async function dispatchAll(res: Resources, n: number): Promise<void> {
+export async function dispatchAll(res: Resources, n: number, step?: number): Promise<void> {
   let dispatched = 0;
   let done: () => void = () => {};
   const all = new Promise<void>((resolve) => {
@@ -98,7 +98,7 @@ export async function dispatchAll(res: Resources, n: number): Promise<void> {
     dispatched += value;
     if (dispatched >= n) done();
   }) as typeof counter.inc;
-  const dispatcher = new Dispatcher(res, { webhookConcurrency: 0 });
+  const dispatcher = new Dispatcher(res, { webhookConcurrency: 0, step });
   await dispatcher.start();
   await all;
   await dispatcher.stop();

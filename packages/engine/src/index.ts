@@ -185,6 +185,7 @@ export {
   tracesUrl,
   tracingWanted,
 } from "./tracing.js";
+export type { BatchAnnotation } from "./transitions/annotateWaits.js";
 export { Code, type CodeName, type CodeValue } from "./transitions/replies.js";
-export { type ArgValue, foreignScript } from "./transitions/run.js";
+export { type ArgValue, foreignScript, type ScriptCall } from "./transitions/run.js";
 export { LuaScript } from "./transitions/script-command.js";

@@ -65,6 +65,7 @@ export class Store {
     this.attachJob = waits.attachJob.bind(waits);
     this.annotate = waits.annotate.bind(waits);
     this.annotateMany = waits.annotateMany.bind(waits);
+    this.annotateCalls = waits.annotateCalls.bind(waits);
     this.deliver = waits.deliver.bind(waits);
     this.perWaitRecord = ctx.perWaitRecord.bind(ctx);
     this.match = resolution.match.bind(resolution);
@@ -124,6 +125,7 @@ export class Store {
   attachJob: WaitsSystem["attachJob"];
   annotate: WaitsSystem["annotate"];
   annotateMany: WaitsSystem["annotateMany"];
+  annotateCalls: WaitsSystem["annotateCalls"];
   deliver: WaitsSystem["deliver"];
   /** One command per wait id on its record, in one round trip (engine-context.ts). */
   perWaitRecord: EngineContext["perWaitRecord"];

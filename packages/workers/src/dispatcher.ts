@@ -20,12 +20,14 @@
  * (`rendezvous.dispatch`, child of that context) and carries the span's context instead.
  */
 import {
+  type BatchAnnotation,
   bullmqTelemetryMetadata,
   ConsumerLoop,
   DISPATCHER_GROUP,
   failpoint,
   failpointArmed,
   type Handoff,
+  isCluster,
   Pacer,
   RESOLUTION_FEED,
   type RedisLike,
@@ -38,7 +40,7 @@ import {
 } from "@rendezvous/engine";
 import { continuationQueueName, continuationQueueOf, type Wait } from "@rendezvous/protocol";
 import { Queue } from "bullmq";
-import { addStepJobs, type JobToAdd } from "./job-adds.js";
+import { addStepJobs, addStepJobsRecorded, JOBS_PER_CALL, type JobToAdd } from "./job-adds.js";
 import { WEBHOOK_QUEUE, WebhookDeliveries } from "./webhooks.js";
 
 /** Queue of a tenant's continuations (docs/api.md, Continuations): defined by @rendezvous/protocol, re-exported here. */
@@ -47,6 +49,8 @@ export { continuationQueueName };
 const DAY_S = 86_400;
 /** `dispatcher.after-annotate` armed: each step records its dispatches and acks in two round trips, the point between them */
 const AFTER_ANNOTATE_ARMED = failpointArmed("dispatcher.after-annotate");
+/** a dispatcher failpoint armed: every step takes its round trips one by one, with the failpoints' points between them */
+const ONE_CALL_OFF = AFTER_ANNOTATE_ARMED || failpointArmed("dispatcher.after-enqueue");
 
 export interface DispatcherOptions {
   partitions?: number[];
@@ -93,6 +97,8 @@ export class Dispatcher {
   readonly #opts: DispatcherOptions;
   readonly loop: ConsumerLoop<ResolutionEntry>;
   readonly #queueConn: RedisLike;
+  /** a step in one call where it can be (a single Redis, no dispatcher failpoint armed) */
+  readonly #oneCall: boolean;
   /**
    * the Store on the dispatcher's own connection: its pipelines queue none of the API's
    * commands behind them (public so that a benchmark can time its calls: bench:e2e)
@@ -114,6 +120,7 @@ export class Dispatcher {
     this.#res = res;
     this.#opts = opts;
     this.#queueConn = res.connect("dispatcher-queues", { blocking: true });
+    this.#oneCall = !ONE_CALL_OFF && !isCluster(this.#queueConn);
     const commands = res.connect("dispatcher-commands");
     this.store = res.store.withConnection(commands);
     const restRatio = opts.restRatio ?? 0;
@@ -213,7 +220,8 @@ export class Dispatcher {
 
   /**
    * One step: jobs for the entries' waits, then their continuation_dispatched entries and
-   * the entries' ack in one pipeline (one partition: one slot). The waits come with their
+   * the entries' ack in one pipeline (one partition: one slot); on a single Redis, a step
+   * of one queue's jobs (no webhook, at most JOBS_PER_CALL) all three in one call. The waits come with their
    * outbox entries; an entry written before they did is answered by a read of its wait.
    */
   async #dispatch(partition: number, entries: ResolutionEntry[]): Promise<void> {
@@ -226,23 +234,46 @@ export class Dispatcher {
       else byQueue.set(h.queue, [h]);
       if (this.#res.config.tenants[h.wait.tenant]?.webhook) hooks.push(h);
     }
+    const jobsOf = (list: Handout[]): JobToAdd[] =>
+      list.map(({ wait, trace }) => ({
+        name: "continuation",
+        data: wait,
+        opts: {
+          jobId: wait.id,
+          // kept for continuationRetentionMs (a day by default); compacted by the scheduler meanwhile
+          removeOnComplete: { age: Math.ceil(this.#res.config.continuationRetentionMs / 1000) },
+          removeOnFail: { age: 7 * DAY_S },
+          ...telemetryOf(trace),
+        },
+      }));
+    // an outbox entry handled again after a crash (recorded, not yet acknowledged)
+    // finds its job already there (same job id) and records nothing new: `once` keeps
+    // one continuation_dispatched per job id
+    const annotations = handouts.map(({ wait, queue }) => ({
+      waitId: wait.id,
+      what: "continuation_dispatched" as const,
+      detail: { queue, jobId: wait.id },
+      once: true,
+    }));
+    const ids = entries.map((e) => e.id);
+    const [only] = byQueue;
+    if (only && byQueue.size === 1 && hooks.length === 0 && handouts.length <= JOBS_PER_CALL && this.#oneCall) {
+      let done = false;
+      try {
+        done = await this.#inOneCall(partition, only[0], jobsOf(only[1]), annotations, ids);
+      } catch (err) {
+        for (const h of handouts) h.span?.fail(err);
+        for (const h of handouts) h.span?.end();
+        throw err;
+      }
+      if (done) {
+        for (const h of handouts) h.span?.end();
+        this.#res.metrics.continuationsDispatched.inc({ channel: "queue" }, handouts.length);
+        return;
+      }
+    }
     // the continuation jobs of every queue and the webhook deliveries in one round trip
-    const adds = [...byQueue].map(([name, list]) =>
-      this.#addJobs(
-        name,
-        list.map(({ wait, trace }) => ({
-          name: "continuation",
-          data: wait,
-          opts: {
-            jobId: wait.id,
-            // kept for continuationRetentionMs (a day by default); compacted by the scheduler meanwhile
-            removeOnComplete: { age: Math.ceil(this.#res.config.continuationRetentionMs / 1000) },
-            removeOnFail: { age: 7 * DAY_S },
-            ...telemetryOf(trace),
-          },
-        })),
-      ),
-    );
+    const adds = [...byQueue].map(([name, list]) => this.#addJobs(name, jobsOf(list)));
     if (hooks.length > 0) {
       adds.push(
         this.#addJobs(
@@ -271,16 +302,6 @@ export class Dispatcher {
       for (const h of handouts) h.span?.end();
     }
     failpoint("dispatcher.after-enqueue");
-    // an outbox entry handled again after a crash (recorded, not yet acknowledged)
-    // finds its job already there (same job id) and records nothing new: `once` keeps
-    // one continuation_dispatched per job id
-    const annotations = handouts.map(({ wait, queue }) => ({
-      waitId: wait.id,
-      what: "continuation_dispatched" as const,
-      detail: { queue, jobId: wait.id },
-      once: true,
-    }));
-    const ids = entries.map((e) => e.id);
     if (AFTER_ANNOTATE_ARMED) {
       // the failpoint's point exists only between the two: record, (crash,) then ack
       await this.store.annotateMany(annotations);
@@ -290,6 +311,25 @@ export class Dispatcher {
       await this.store.annotateMany(annotations, [this.loop.ackCommand(partition, ids)]);
     }
     this.#res.metrics.continuationsDispatched.inc({ channel: "queue" }, handouts.length);
+  }
+
+  /**
+   * A step of one queue's jobs on a single Redis: the jobs, the waits' continuation_dispatched
+   * entries and the entries' ack in one call (job-adds.ts, STEP_LUA). False: not done (bullmq
+   * is not as expected), the step goes the usual way.
+   */
+  #inOneCall(
+    partition: number,
+    queue: string,
+    jobs: JobToAdd[],
+    annotations: BatchAnnotation[],
+    ids: string[],
+  ): Promise<boolean> {
+    const [annotate] = this.store.annotateCalls(annotations);
+    if (!annotate) return Promise.resolve(false);
+    const record = { annotate, ack: this.loop.ackOf(partition, ids) };
+    const warn = (msg: string) => this.#res.logger.warn({ queue }, msg);
+    return addStepJobsRecorded(this.queue(queue), this.#queueConn, jobs, record, warn);
   }
 
   /**

@@ -13,7 +13,7 @@
  * (its script, or the command a job's options take, is another), with a warning, once.
  */
 import { createRequire } from "node:module";
-import { type ArgValue, foreignScript, type RedisLike } from "@rendezvous/engine";
+import { type ArgValue, foreignScript, luaScripts, type RedisLike, type ScriptCall } from "@rendezvous/engine";
 import { Job, type Queue } from "bullmq";
 
 // (the CommonJS build, which `import "bullmq"` loads too: the script of the Job class used here)
@@ -32,7 +32,7 @@ export type JobToAdd = Parameters<Queue["addBulk"]>[0][number];
  * every 16 KB that Redis reads, about a dozen Wait-sized jobs; 16 per call holds Redis about
  * as long, and keeps most of what one call per step saves (`npm run bench:handout`).
  */
-const JOBS_PER_CALL = 16;
+export const JOBS_PER_CALL = 16;
 const KEYS = 9;
 const ARGS = 3;
 const COMMAND = "addStandardJob";
@@ -51,8 +51,46 @@ for i = 0, #ARGV / ${ARGS} - 1 do
 end
 return replies`;
 
+/**
+ * A step in one call on a single Redis (docs/architecture.md, "A dispatch step in one
+ * call"): its jobs as JOB_ADDS_LUA adds them, then, when every add succeeded, the waits'
+ * `continuation_dispatched` entries (the annotateWaits transition, its text unchanged as
+ * the body of a function) and the ack of the step's outbox entries: all or nothing, so
+ * an entry is never acknowledged, nor a wait annotated, without its job. KEYS: the
+ * queue's 9, the partition's waits hash, its outbox stream. ARGV: the number of jobs,
+ * their arguments (three each), the ack's group, the number of entry ids and the ids,
+ * then annotateWaits' ARGV. The reply is the jobs' (a failed add ends the call there).
+ */
+export const STEP_LUA = `local function addOne(KEYS, ARGV)
+${addStandardJob?.content}
+end
+local function annotateWaits(KEYS, ARGV)
+${luaScripts.annotateWaits.lua}
+end
+local n = tonumber(ARGV[1])
+local replies = {}
+for i = 0, n - 1 do
+  local reply = addOne(KEYS, { ARGV[i * ${ARGS} + 2], ARGV[i * ${ARGS} + 3], ARGV[i * ${ARGS} + 4] })
+  replies[i + 1] = reply
+  if type(reply) == "number" and reply < 0 then
+    return replies
+  end
+end
+local at = n * ${ARGS} + 2
+local group, m = ARGV[at], tonumber(ARGV[at + 1])
+annotateWaits({ KEYS[${KEYS + 1}] }, { unpack(ARGV, at + 2 + m) })
+redis.call("XACK", KEYS[${KEYS + 2}], group, unpack(ARGV, at + 2, at + 1 + m))
+return replies`;
+
 const supported = typeof addStandardJob?.content === "string" && addStandardJob.keys === KEYS;
 const addMany = supported ? foreignScript(JOB_ADDS_LUA, KEYS) : undefined;
+const addStep = supported ? foreignScript(STEP_LUA, KEYS + 2) : undefined;
+
+/** What a step's one call records after its jobs: an annotateWaits call (one partition's) and the ack of its entries. */
+export interface StepRecord {
+  annotate: ScriptCall;
+  ack: { key: string; group: string; ids: readonly string[] };
+}
 
 /** Not this script's case: the caller adds the step's jobs BullMQ's own way. */
 class NotStandard extends Error {}
@@ -84,21 +122,8 @@ function bullmqAdd(queue: Queue, jobs: JobToAdd[]): Promise<unknown> {
   return one && jobs.length === 1 ? queue.add(one.name, one.data, one.opts) : queue.addBulk(jobs);
 }
 
-/**
- * Adds `jobs` to `queue` in one script call per JOBS_PER_CALL jobs on `connection` (the
- * queue's own); each job is idempotent by its job id (an id already in the queue adds nothing,
- * as with BullMQ's add); the replies are the jobs' ids, in order.
- */
-export async function addStepJobs(
-  queue: Queue,
-  connection: RedisLike,
-  jobs: JobToAdd[],
-  warn: (msg: string) => void,
-): Promise<unknown> {
-  const fallback = () => bullmqAdd(queue, jobs);
-  if (jobs.length === 0) return [];
-  // (one job: BullMQ's own add is one call too, for about what a collection costs the process)
-  if (jobs.length === 1) return fallback();
+/** The arguments BullMQ builds for `jobs`, collected; undefined (with a warning, once) where bullmq is not as expected. */
+async function collect(queue: Queue, jobs: JobToAdd[], warn: (msg: string) => void): Promise<Collector | undefined> {
   const collector = new Collector();
   try {
     if (!addMany) throw new NotStandard("no addStandardJob script");
@@ -112,15 +137,58 @@ export async function addStepJobs(
       warned = true;
       warn(`continuation jobs added one call each (bullmq is not as expected: ${err.message})`);
     }
-    return fallback();
+    return undefined;
   }
+  return collector;
+}
+
+/** The jobs' replies, or an Error naming BullMQ's code for a job it refused. */
+function checked(replies: Array<string | number>): Array<string | number> {
+  const failed = replies.find((r) => typeof r === "number" && r < 0);
+  if (failed !== undefined) throw new Error(`BullMQ's addStandardJob answered ${failed}`);
+  return replies;
+}
+
+/**
+ * Adds a step's `jobs` (at most JOBS_PER_CALL, every one on `queue`) and does what `record`
+ * says in one call (STEP_LUA) on `connection`, a single Redis's: true when done, false when
+ * this bullmq is not as expected (nothing sent: the caller takes the steps one by one).
+ */
+export async function addStepJobsRecorded(
+  queue: Queue,
+  connection: RedisLike,
+  jobs: JobToAdd[],
+  record: StepRecord,
+  warn: (msg: string) => void,
+): Promise<boolean> {
+  if (jobs.length > JOBS_PER_CALL) throw new RangeError(`a recorded step takes at most ${JOBS_PER_CALL} jobs`);
+  const collector = jobs.length > 0 ? await collect(queue, jobs, warn) : undefined;
+  if (!addStep || !collector?.keys) return false;
+  const { annotate, ack } = record;
+  const args: ArgValue[] = [jobs.length, ...collector.args, ack.group, ack.ids.length, ...ack.ids, ...annotate.args];
+  checked((await addStep(connection, [...collector.keys, ...annotate.keys, ack.key], args)) as Array<string | number>);
+  return true;
+}
+
+/**
+ * Adds `jobs` to `queue` in one script call per JOBS_PER_CALL jobs on `connection` (the
+ * queue's own); each job is idempotent by its job id (an id already in the queue adds nothing,
+ * as with BullMQ's add); the replies are the jobs' ids, in order.
+ */
+export async function addStepJobs(
+  queue: Queue,
+  connection: RedisLike,
+  jobs: JobToAdd[],
+  warn: (msg: string) => void,
+): Promise<unknown> {
+  if (jobs.length === 0) return [];
+  // (one job: BullMQ's own add is one call too, for about what a collection costs the process)
+  const collector = jobs.length === 1 ? undefined : await collect(queue, jobs, warn);
+  if (!collector || !addMany) return bullmqAdd(queue, jobs);
   const keys = collector.keys as string[];
   const calls: Array<Promise<unknown>> = [];
   for (let i = 0; i < collector.args.length; i += JOBS_PER_CALL * ARGS) {
     calls.push(addMany(connection, keys, collector.args.slice(i, i + JOBS_PER_CALL * ARGS)));
   }
-  const replies = ((await Promise.all(calls)) as Array<Array<string | number>>).flat();
-  const failed = replies.find((r) => typeof r === "number" && r < 0);
-  if (failed !== undefined) throw new Error(`BullMQ's addStandardJob answered ${failed}`);
-  return replies;
+  return checked(((await Promise.all(calls)) as Array<Array<string | number>>).flat());
 }

@@ -9,7 +9,7 @@ import { eventually } from "@rendezvous/testkit";
 import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { addStepJobs, type JobToAdd } from "../src/job-adds.js";
+import { addStepJobs, addStepJobsRecorded, type JobToAdd, type StepRecord } from "../src/job-adds.js";
 
 let server: RedisServer;
 let conn: Redis;
@@ -153,5 +153,80 @@ describe("jobs added in one script call", () => {
     await addStepJobs(q, conn, [job("s1")], noWarning);
     expect(add).toHaveBeenCalledTimes(1);
     expect(await q.getJobCounts("wait")).toEqual({ wait: 1 });
+  });
+});
+
+describe("a step in one call (STEP_LUA): jobs, timeline entries and ack together", () => {
+  const WAITS = "step:w";
+  const OUTBOX = "step:o";
+  const GROUP = "dispatchers";
+
+  /** Two settled waits, an outbox entry each delivered to a consumer (pending), and the step's record. */
+  async function step(ids: string[]): Promise<StepRecord> {
+    await conn.del(WAITS, OUTBOX);
+    await conn.xgroup("CREATE", OUTBOX, GROUP, "0", "MKSTREAM");
+    for (const id of ids) {
+      await conn.hset(WAITS, id, JSON.stringify({ s: "r", id }));
+      await conn.xadd(OUTBOX, "*", "w", id);
+    }
+    const read = (await conn.xreadgroup("GROUP", GROUP, "c", "STREAMS", OUTBOX, ">")) as Array<
+      [string, Array<[string]>]
+    >;
+    const entryIds = read[0]?.[1].map(([id]) => id) ?? [];
+    // annotateWaits' ARGV as its header lists them: now, what, once, then wait id and detail pairs
+    const pairs = ids.flatMap((id) => [id, JSON.stringify({ queue: "q", jobId: id })]);
+    return {
+      annotate: { script: "annotateWaits", keys: [WAITS], args: ["", "continuation_dispatched", "1", ...pairs] },
+      ack: { key: OUTBOX, group: GROUP, ids: entryIds },
+    };
+  }
+  const entriesOf = async (id: string) =>
+    ((await conn.hget(WAITS, id)) ?? "").split("continuation_dispatched").length - 1;
+  const pending = async () => ((await conn.xpending(OUTBOX, GROUP)) as [number])[0];
+
+  it("adds the jobs, records each wait's continuation_dispatched once and acks the entries, in one call; again: nothing new", async () => {
+    const q = queue("recorded");
+    await q.waitUntilReady();
+    const ids = ["r1", "r2"];
+    const record = await step(ids);
+    expect(await pending()).toBe(2);
+    const before = await evalCalls();
+    expect(
+      await addStepJobsRecorded(
+        q,
+        conn,
+        ids.map((id) => job(id)),
+        record,
+        noWarning,
+      ),
+    ).toBe(true);
+    expect(await evalCalls()).toBe(before + 1);
+    expect(await q.getJobCounts("wait")).toEqual({ wait: 2 });
+    for (const id of ids) expect(await entriesOf(id)).toBe(1);
+    expect(await pending()).toBe(0);
+    // the same step again (an entry handled twice after a crash): no second job, no second entry
+    expect(
+      await addStepJobsRecorded(
+        q,
+        conn,
+        ids.map((id) => job(id)),
+        record,
+        noWarning,
+      ),
+    ).toBe(true);
+    expect(await q.getJobCounts("wait")).toEqual({ wait: 2 });
+    for (const id of ids) expect(await entriesOf(id)).toBe(1);
+    expect(((await q.getJob("r1"))?.data as { id: string }).id).toBe("r1");
+  });
+
+  it("records nothing and acks nothing when BullMQ refuses a job (a parent that does not exist)", async () => {
+    const q = queue("refused");
+    await q.waitUntilReady();
+    const ids = ["f1", "f2"];
+    const record = await step(ids);
+    const jobs = [job("f1"), job("f2", { parent: { id: "missing", queue: "t:nowhere" } })];
+    await expect(addStepJobsRecorded(q, conn, jobs, record, noWarning)).rejects.toThrow(/addStandardJob answered -5/);
+    for (const id of ids) expect(await entriesOf(id)).toBe(0);
+    expect(await pending()).toBe(2);
   });
 });

@@ -250,6 +250,11 @@ export class ConsumerLoop<E extends { id: string }> {
     return { key, add: (p) => (ids.length > 0 ? p.xack(key, this.#o.group, ...ids) : p.echo("")) };
   }
 
+  /** The acknowledgement of processed entries of one partition's stream, as XACK's key, group and ids. */
+  ackOf(partition: number, ids: readonly string[]): { key: string; group: string; ids: readonly string[] } {
+    return { key: this.#streamOf(partition), group: this.#o.group, ids };
+  }
+
   #streamOf(partition: number): string {
     const key = this.#byPartition.get(partition);
     if (key === undefined) throw new Error(`${this.#o.name}: partition ${partition} is not served`);

@@ -22,6 +22,7 @@ import { type ConsumeResult, consumeWaitCall, consumeWaitResult } from "../trans
 import { deliverCandidatesCall, deliverCandidatesIds } from "../transitions/deliverCandidates.js";
 import { deliverWaitsCall, deliverWaitsIds } from "../transitions/deliverWaits.js";
 import { registerWaitCall, registerWaitResult } from "../transitions/registerWait.js";
+import type { ScriptCall } from "../transitions/run.js";
 import { checkHeartbeatMs, newToken } from "./tokens.js";
 
 export interface DeliverRequest {
@@ -302,7 +303,12 @@ export class WaitsSystem {
    * pipeline (the dispatcher's XACK of the same partition).
    */
   async annotateMany(entries: Iterable<BatchAnnotation>, after: BatchCommand[] = []): Promise<void> {
-    await this.ctx.runAll(annotateWaitsCalls(this.ctx.keys, entries, this.ctx.now()), after);
+    await this.ctx.runAll(this.annotateCalls(entries), after);
+  }
+
+  /** The calls annotateMany runs (one per partition and kind), for a caller that sends them in a script of its own. */
+  annotateCalls(entries: Iterable<BatchAnnotation>): ScriptCall[] {
+    return annotateWaitsCalls(this.ctx.keys, entries, this.ctx.now());
   }
 
   /**
