@@ -6,6 +6,9 @@
  * - a continuation job (Wait-sized data, the dispatcher's options) added by BullMQ's
  *   `addBulk`, by `add` per job, or the dispatcher's way (one script call per 16 jobs:
  *   workers' job-adds.ts), in steps of 1, 2, 4, 8, 16 and 50 jobs, one step at a time;
+ * - a dispatch step as the dispatcher takes it, in steps of 1, 2 and 16 waits: its jobs, then
+ *   the waits' `continuation_dispatched` entries (annotateWaits) with the entries' XACK in one
+ *   pipeline, or all three in one call (a single Redis: workers' STEP_LUA);
  * - two commands (an HSET and an XACK: the annotation and the ack) sent by an ioredis
  *   pipeline or straight on the connection in one socket write, on a connection that
  *   defines no scripts (as the engine's): what a pipeline costs without scripts to copy;
@@ -19,10 +22,11 @@
  * the two ways, medians printed. Usage: npm run bench:handout [-- --rounds 5] [-- --quick]
  */
 import { createRequire } from "node:module";
-import { iso, LuaScript } from "@rendezvous/engine";
-import { addStepJobs } from "@rendezvous/workers";
+import { type BatchAnnotation, createResources, iso, LuaScript, parseConfig } from "@rendezvous/engine";
+import { addStepJobs, addStepJobsRecorded } from "@rendezvous/workers";
 import { Queue } from "bullmq";
 import { type Command, Redis } from "ioredis";
+import { pino } from "pino";
 import { parseArgs } from "./lib/args.js";
 import { measureCeiling, RESOLVE_CEILING } from "./lib/ceiling.js";
 import { startBenchRedis } from "./lib/redis.js";
@@ -102,6 +106,71 @@ const cases: Case[] = [1, 2, 4, 8, 16, 50].map((size) => ({
     },
   },
 }));
+// a dispatch step: settled waits of one partition (one match key), an outbox group to ack in
+const res = createResources({
+  redisUrl: server.url,
+  prefix: "bh",
+  config: parseConfig({ partitions: 16 }),
+  logger: pino({ level: "silent" }),
+});
+const OUTBOX = "{bench}:o";
+await conn.xgroup("CREATE", OUTBOX, "dispatchers", "$", "MKSTREAM");
+const STEP_WAITS = quick ? 300 : 1_000;
+const pool: string[] = [];
+async function fillPool(n: number): Promise<void> {
+  for (let i = 0; i < n; i += 100) {
+    const regs = Array.from({ length: Math.min(100, n - i) }, () =>
+      res.store.register("acme", {
+        runId: `run-${next++}`,
+        position: "p",
+        eventType: "order.paid",
+        correlationId: "c",
+      }),
+    );
+    for (const r of await Promise.all(regs)) pool.push(r.wait.id);
+  }
+}
+// (a step count rounds up: up to 15 more than STEP_WAITS per round and way in steps of 16)
+await fillPool(3 * 2 * rounds * (STEP_WAITS + 16));
+const dispatchStep = (size: number) => {
+  const ids = pool.splice(0, size);
+  const jobs = ids.map((id) => ({
+    name: "continuation",
+    data: { ...WAIT, id },
+    opts: { jobId: id, removeOnComplete: { age: 86_400 }, removeOnFail: { age: 604_800 } },
+  }));
+  const annotations: BatchAnnotation[] = ids.map((id) => ({
+    waitId: id,
+    what: "continuation_dispatched",
+    detail: { queue: queue.name, jobId: id },
+    once: true,
+  }));
+  return { jobs, annotations, acks: ids.map(() => "1-1") };
+};
+for (const size of [1, 2, 16]) {
+  cases.push({
+    name: `a dispatch step of ${size}: jobs, entries, ack`,
+    unit: "wait",
+    units: STEP_WAITS,
+    perStep: size,
+    ways: {
+      "two round trips": async () => {
+        const { jobs, annotations, acks } = dispatchStep(size);
+        await addStepJobs(queue, conn, jobs, warn);
+        await res.store.annotateMany(annotations, [
+          { key: OUTBOX, add: (p) => p.xack(OUTBOX, "dispatchers", ...acks) },
+        ]);
+      },
+      "one call": async () => {
+        const { jobs, annotations, acks } = dispatchStep(size);
+        const [annotate] = res.store.annotateCalls(annotations);
+        if (!annotate) throw new Error("no annotation call");
+        const record = { annotate, ack: { key: OUTBOX, group: "dispatchers", ids: acks } };
+        if (!(await addStepJobsRecorded(queue, conn, jobs, record, warn))) throw new Error("not in one call");
+      },
+    },
+  });
+}
 // the engine's connections define no scripts (BullMQ's connection defines 64, which every pipeline on it copies)
 const plain = new Redis(server.url);
 await plain.xgroup("CREATE", "{bench}:s", "g", "$", "MKSTREAM");
@@ -205,6 +274,7 @@ printTable(
   rows,
 );
 await queue.close();
+await res.close();
 conn.disconnect();
 plain.disconnect();
 process.kill(server.pid, "SIGKILL");

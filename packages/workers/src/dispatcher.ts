@@ -81,6 +81,8 @@ export interface DispatcherOptions {
 /** A settled wait to hand out to its queue, with the trace context its continuation carries on. */
 interface Handout {
   wait: Wait;
+  /** the id of its outbox entry */
+  entryId: string;
   /** the tenant's queue, or the queue of the group that routes the wait's event type */
   queue: string;
   trace: TraceCarrier | undefined;
@@ -221,7 +223,7 @@ export class Dispatcher {
   /**
    * One step: jobs for the entries' waits, then their continuation_dispatched entries and
    * the entries' ack in one pipeline (one partition: one slot); on a single Redis, a step
-   * of one queue's jobs (no webhook, at most JOBS_PER_CALL) all three in one call. The waits come with their
+   * of one queue's jobs (no webhook) all three in one call per JOBS_PER_CALL jobs. The waits come with their
    * outbox entries; an entry written before they did is answered by a read of its wait.
    */
   async #dispatch(partition: number, entries: ResolutionEntry[]): Promise<void> {
@@ -249,18 +251,31 @@ export class Dispatcher {
     // an outbox entry handled again after a crash (recorded, not yet acknowledged)
     // finds its job already there (same job id) and records nothing new: `once` keeps
     // one continuation_dispatched per job id
-    const annotations = handouts.map(({ wait, queue }) => ({
-      waitId: wait.id,
-      what: "continuation_dispatched" as const,
-      detail: { queue, jobId: wait.id },
-      once: true,
-    }));
+    const annotationsOf = (list: Handout[]): BatchAnnotation[] =>
+      list.map(({ wait, queue }) => ({
+        waitId: wait.id,
+        what: "continuation_dispatched" as const,
+        detail: { queue, jobId: wait.id },
+        once: true,
+      }));
     const ids = entries.map((e) => e.id);
     const [only] = byQueue;
-    if (only && byQueue.size === 1 && hooks.length === 0 && handouts.length <= JOBS_PER_CALL && this.#oneCall) {
+    if (only && byQueue.size === 1 && hooks.length === 0 && this.#oneCall) {
+      // calls of up to JOBS_PER_CALL jobs, each with its jobs' entries (the first also with
+      // the entries that had no wait left): each commits whole or not at all
+      const calls: Array<[Handout[], string[]]> = [];
+      for (let i = 0; i < handouts.length; i += JOBS_PER_CALL) {
+        const list = handouts.slice(i, i + JOBS_PER_CALL);
+        calls.push([list, list.map((h) => h.entryId)]);
+      }
+      const handed = new Set(handouts.map((h) => h.entryId));
+      calls[0]?.[1].push(...ids.filter((id) => !handed.has(id)));
       let done = false;
       try {
-        done = await this.#inOneCall(partition, only[0], jobsOf(only[1]), annotations, ids);
+        const each = await Promise.all(
+          calls.map(([list, acks]) => this.#inOneCall(partition, only[0], jobsOf(list), annotationsOf(list), acks)),
+        );
+        done = each.every(Boolean);
       } catch (err) {
         for (const h of handouts) h.span?.fail(err);
         for (const h of handouts) h.span?.end();
@@ -302,6 +317,7 @@ export class Dispatcher {
       for (const h of handouts) h.span?.end();
     }
     failpoint("dispatcher.after-enqueue");
+    const annotations = annotationsOf(handouts);
     if (AFTER_ANNOTATE_ARMED) {
       // the failpoint's point exists only between the two: record, (crash,) then ack
       await this.store.annotateMany(annotations);
@@ -350,7 +366,7 @@ export class Dispatcher {
       const queue = continuationQueueOf(this.#res.config.tenants, wait.tenant, wait.eventType);
       const received = e.trace ?? e.registration;
       if (!tracing.enabled) {
-        handouts.push({ wait, queue, trace: received, span: undefined });
+        handouts.push({ wait, entryId: e.id, queue, trace: received, span: undefined });
         continue;
       }
       const span = tracing.start("rendezvous.dispatch", {
@@ -370,7 +386,7 @@ export class Dispatcher {
           "rendezvous.resolution.kind": wait.resolution?.kind ?? "",
         },
       });
-      handouts.push({ wait, queue, trace: span.carrier ?? received, span });
+      handouts.push({ wait, entryId: e.id, queue, trace: span.carrier ?? received, span });
     }
     return handouts;
   }

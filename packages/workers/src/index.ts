@@ -4,7 +4,14 @@ export {
   type DispatcherOptions,
 } from "./dispatcher.js";
 export { type FireResult, lateness } from "./firing.js";
-export { addStepJobs, JOB_ADDS_LUA, type JobToAdd } from "./job-adds.js";
+export {
+  addStepJobs,
+  addStepJobsRecorded,
+  JOB_ADDS_LUA,
+  type JobToAdd,
+  STEP_LUA,
+  type StepRecord,
+} from "./job-adds.js";
 export { Matcher, type MatcherOptions } from "./matcher.js";
 export { type BucketJob, type PlannerOptions, TIMEOUT_QUEUE, TimeoutPlanner } from "./planner.js";
 export { expireOutlived } from "./retention.js";

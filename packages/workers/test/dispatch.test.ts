@@ -95,4 +95,32 @@ describe("dispatch from the outbox", () => {
     expect(await queue.getJobCounts("waiting")).toEqual({ waiting: 1 });
     await queue.close();
   });
+
+  it("a step of 40 entries of one partition, one without its wait: 40 jobs, each timeline entry once, every entry acked", async () => {
+    const res = makeResources({ partitions: 1 });
+    const ids: string[] = [];
+    for (let i = 0; i < 40; i++) ids.push((await settledWait(res, `many-${i}`)).wait.id);
+    const k = res.store.keys.partition(0);
+    // an entry whose wait is gone (expired): acked with the others, no job
+    await res.redis.xadd(k.outbox, "*", "w", `${ids[0]?.slice(0, -4)}zzzz`, "k", "d");
+    const dispatcher = new Dispatcher(res, { blockMs: 100 });
+    await dispatcher.start();
+    try {
+      await eventually(async () => {
+        const [group] = (await res.redis.xinfo("GROUPS", k.outbox)) as unknown[][];
+        const read = group?.[(group?.indexOf("entries-read") ?? 0) + 1];
+        const [pending] = (await res.redis.xpending(k.outbox, "dispatchers")) as [number];
+        return read === 41 && pending === 0;
+      });
+    } finally {
+      await dispatcher.stop();
+    }
+    const queue = new Queue(continuationQueueName("acme"), { connection: res.connect("q"), prefix: res.queuePrefix });
+    expect(await queue.getJobCounts("waiting")).toEqual({ waiting: 40 });
+    await queue.close();
+    for (const id of ids) {
+      const w = await res.store.getWait("acme", id);
+      expect(w?.history.filter((h) => h.what === "continuation_dispatched")).toHaveLength(1);
+    }
+  });
 });
