@@ -13,8 +13,9 @@
  *   (the waits and events are set up before the counters are zeroed);
  * - dispatch: a Dispatcher handing out N resolved waits from the outboxes (the BullMQ
  *   job, continuation_dispatched, the ack; the waits are resolved before the zeroing);
- * - accept: `rendezvous start`'s single-event ingest (dedupEvents, then acceptEvents, which
- *   matches what it appended), each event resolving one wait (bench/lib/resolved-waits.ts);
+ * - accept: `rendezvous start`'s single-event ingest on a single Redis (ingestEvents: the
+ *   claims, then acceptEvents, which matches what it appended, in one call), each event
+ *   resolving one wait (bench/lib/resolved-waits.ts);
  * - quota: the quota check of N single-event producer requests (lua/takeQuota-1.lua:
  *   the tenant's bufferedEvents count, its producerEventsPerSec and the producer's own
  *   rateLimitPerSec, all three limits set, none reached), one script call each; a batch
@@ -278,8 +279,8 @@ const dispatch = await measure("dispatch", async (url) => {
 });
 
 /**
- * The single-event ingest of `rendezvous start` (dedupEvents, then acceptEvents matching
- * what it appended), one event per call: each resolves the wait registered for it before
+ * The single-event ingest of `rendezvous start` (ingestEvents: the claims, then acceptEvents
+ * matching what it appended), one event per call: each resolves the wait registered for it before
  * the zeroing.
  */
 const accept = await measure("accept", async (url) => {
@@ -524,7 +525,7 @@ console.log(`ratio ingest / XADD             ${(ingest / raw).toFixed(2)}`);
 console.log(`store.match (${MATCH_SHAPE === "one" ? "resolves one wait" : `${MATCH_SHAPE} waits`}) ${count(match)}`);
 console.log(`dispatch (one resolved wait)    ${count(dispatch)}`);
 console.log(
-  `accept, ${ACCEPT_BATCH === 1 ? "one event" : `${ACCEPT_BATCH} events`} per call (dedup + acceptEvents, resolves one wait) ${count(accept)}`,
+  `accept, ${ACCEPT_BATCH === 1 ? "one event" : `${ACCEPT_BATCH} events`} per call (claims + acceptEvents, resolves one wait) ${count(accept)}`,
 );
 console.log(`quota check (one request)      ${count(quota)}`);
 console.log(`job add (${ADD_BULK ? "addBulk" : "the dispatcher's calls"}, steps of ${ADD_STEP})        ${count(add)}`);

@@ -18,6 +18,15 @@ describe("iso", () => {
     for (const ms of times) expect(iso(ms), String(ms)).toBe(new Date(ms).toISOString());
   });
 
+  it("writes times that alternate between days (a wait's creation and its deadline) as toISOString does", () => {
+    const created = Date.UTC(2026, 11, 6, 23, 46, 1, 7);
+    for (let i = 0; i < 2_000; i++) {
+      for (const ms of [created + i, created + i + 3_600_000, created + i + 7 * 86_400_000, created - 86_400_000]) {
+        expect(iso(ms), String(ms)).toBe(new Date(ms).toISOString());
+      }
+    }
+  });
+
   it("throws for a time that is no date, as toISOString does", () => {
     for (const ms of [Number.NaN, Number.POSITIVE_INFINITY, 8.64e15 + 1, -8.64e15 - 1]) {
       expect(() => iso(ms)).toThrow(RangeError);
