@@ -216,7 +216,7 @@ describe("a step in one call (STEP_LUA): jobs, timeline entries and ack together
     ).toBe(true);
     expect(await q.getJobCounts("wait")).toEqual({ wait: 2 });
     for (const id of ids) expect(await entriesOf(id)).toBe(1);
-    expect(((await q.getJob("r1"))?.data as { id: string }).id).toBe("r1");
+    expect((await q.getJob("r1"))?.data).toMatchObject({ id: "r1" });
   });
 
   it("records nothing and acks nothing when BullMQ refuses a job (a parent that does not exist)", async () => {
