@@ -9,7 +9,8 @@
  * idempotence by job id are BullMQ's in every byte, as `Queue.add` would make them.
  *
  * A step of one job goes by BullMQ's own add (one call as well, for about as much work in the
- * process: `npm run bench:handout`). So does a step where bullmq is not as this expects
+ * process: `npm run bench:handout`). On a single Redis the dispatcher takes STEP_LUA instead
+ * (addStepJobsRecorded): the same adds, then the step's timeline entries and ack, one call. So does a step where bullmq is not as this expects
  * (its script, or the command a job's options take, is another), with a warning, once.
  */
 import { createRequire } from "node:module";
@@ -52,8 +53,8 @@ end
 return replies`;
 
 /**
- * A step in one call on a single Redis (docs/architecture.md, "A dispatch step in one
- * call"): its jobs as JOB_ADDS_LUA adds them, then, when every add succeeded, the waits'
+ * A step in one call on a single Redis (docs/architecture.md, "Continuations: one queue,
+ * two transports"): its jobs as JOB_ADDS_LUA adds them, then, when every add succeeded, the waits'
  * `continuation_dispatched` entries (the annotateWaits transition, its text unchanged as
  * the body of a function) and the ack of the step's outbox entries: all or nothing, so
  * an entry is never acknowledged, nor a wait annotated, without its job. KEYS: the
