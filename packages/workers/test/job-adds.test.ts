@@ -170,9 +170,9 @@ describe("a step in one call (STEP_LUA): jobs, timeline entries and ack together
       await conn.xadd(OUTBOX, "*", "w", id);
     }
     const read = (await conn.xreadgroup("GROUP", GROUP, "c", "STREAMS", OUTBOX, ">")) as Array<
-      [string, Array<[string]>]
-    >;
-    const entryIds = read[0]?.[1].map(([id]) => id) ?? [];
+      [string, Array<[string, unknown]>]
+    > | null;
+    const entryIds = read?.[0]?.[1].map(([id]) => id) ?? [];
     // annotateWaits' ARGV as its header lists them: now, what, once, then wait id and detail pairs
     const pairs = ids.flatMap((id) => [id, JSON.stringify({ queue: "q", jobId: id })]);
     return {

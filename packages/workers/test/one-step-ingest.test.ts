@@ -26,7 +26,7 @@ const spec = (runId: string, correlationId: string) => ({
   eventType: "job.done",
   correlationId,
 });
-const ev = (id: string, correlationId: string, payload: unknown = { id }) => ({
+const ev = (id: string, correlationId: string, payload: Record<string, unknown> = { id }) => ({
   id,
   type: "job.done",
   correlationId,
@@ -77,7 +77,7 @@ async function claimOf(res: Resources, producer: string, id: string) {
   const eventKey = keys.eventKey("acme", producer, id);
   const k = keys.partition(keys.eventPartition("acme", producer, id));
   const record = await res.redis.hget(k.events, `d:${eventKey}`);
-  const members = await res.redis.zrange(k.expiry, 0, -1);
+  const members = await res.redis.zrange(k.expiry, "0", "-1");
   return { record, expires: members.some((m) => m.startsWith("D:") && m.includes(eventKey)) };
 }
 
