@@ -1,6 +1,7 @@
 --[[
-  ingestEvents: ingest in ONE step on a single Redis (`rendezvous start`, where it runs
-  acceptEvents): dedupEvents' claims of the call's event keys, then acceptEvents. The
+  ingestEvents: ingest in ONE step on a single Redis: dedupEvents' claims of the call's
+  event keys, then acceptEvents (`rendezvous start`) or appendEvents (a process without
+  a matcher: `matchers` ""). The
   claims lie in the partitions of the event keys, the append in the match key's: the
   one script that writes more than one partition, which a single Redis allows and a
   cluster does not (there ingest stays two steps; docs/architecture.md, "Ingest in one
@@ -27,7 +28,8 @@
   ARGV[4] fanoutCap    as acceptEvents
   ARGV[5] retentionMs  as acceptEvents
   ARGV[6] idPrefix     as acceptEvents
-  ARGV[7] matchers     as acceptEvents
+  ARGV[7] matchers     as acceptEvents; "" = append only, appendEvents' step (a process
+                       without a matcher: the split roles' api), ARGV[4..6, 8, 9] then ""
   ARGV[8] handoff      as acceptEvents
   ARGV[9] matchUpTo    as acceptEvents
   ARGV[10] windowMs    dedup window (dedupEvents)
@@ -36,7 +38,8 @@
                        record (dedupEvents')
   ARGV[12..] traces    as acceptEvents' ARGV[10..]
 
-  Returns acceptEvents' reply, or the number CONFLICT (nothing written).
+  Returns acceptEvents' reply (appendEvents' when append only), or the number CONFLICT
+  (nothing written).
 ]]
 --@include "codes"
 --@include "clock"
@@ -91,4 +94,8 @@ for p, w in pairs(writes) do
   end
 end
 
+if ARGV[7] == "" then
+  local sid, codes, existing = appendEventRows(keys, tonumber(ARGV[1]), ARGV[2], events, ARGV[12])
+  return { sid, codes, existing }
+end
 return acceptRows(keys, ARGV, events, ARGV[12])

@@ -158,4 +158,21 @@ describe("ingest in one step (ingestEvents)", () => {
       results[0]?.status === "accepted" && results[0].event.streamId,
     );
   });
+
+  it("without a matcher in the process (the split roles' api) the call claims and appends: one call, matched later", async () => {
+    const res = makeResources({ partitions: 4 });
+    const oneStep = !isCluster(res.redis);
+    const { wait } = await res.store.register("acme", spec("run-5", "job-5"));
+    let results: Awaited<ReturnType<Resources["store"]["ingest"]>> = [];
+    const sent = await scriptsSent(res, async () => {
+      results = await res.store.ingest("acme", "svc", [ev("solo", "job-5"), ev("other", "job-5")]);
+    });
+    if (oneStep) expect(sent).toEqual(["ingestEvents"]);
+    expect(results.map((r) => r.status)).toEqual(["accepted", "accepted"]);
+    for (const id of ["solo", "other"]) expect((await claimOf(res, "svc", id)).expires).toBe(true);
+    // appended, not matched: the matcher's to take
+    expect((await res.store.getWait("acme", wait.id))?.state).toBe("waiting");
+    const again = await res.store.ingest("acme", "svc", [ev("solo", "job-5")]);
+    expect(again[0]?.status).toBe("duplicate");
+  });
 });

@@ -90,9 +90,9 @@ export class IngestSystem {
    * each event key, or refuse other content under it), then append (match-key
    * partitions: append once per event key). A crash between them loses nothing: the
    * producer's retry finds its claim and appends; an event key appended before answers
-   * `duplicate` with the original, whichever attempt appended it. With the matcher of
-   * this process on a single Redis, one round trip: each match-key partition's call
-   * claims and accepts together (ingestEvents); a call that meets another content's
+   * `duplicate` with the original, whichever attempt appended it. On a single Redis, one
+   * round trip: each match-key partition's call claims and appends (with the matcher of
+   * this process: accepts) together (ingestEvents); a call that meets another content's
    * claim writes nothing and its events take the two steps.
    */
   async ingest(tenant: string, producer: string, events: IngestInput[]): Promise<IngestResult[]> {
@@ -165,14 +165,14 @@ export class IngestSystem {
       // one step (a single Redis, each event key once in the batch): a call whose claims
       // met a conflict wrote nothing, and its events take the two steps
       let twoSteps = all;
-      if (matcher && !isCluster(this.ctx.redis) && new Set(items.map((it) => it.eventKey)).size === items.length) {
+      if (!isCluster(this.ctx.redis) && new Set(items.map((it) => it.eventKey)).size === items.length) {
         twoSteps = [];
         const one = await this.ctx.perPartition<Appended | undefined>(
           all,
           matchPartitionOf,
           (k, members) =>
             ingestEventsCall(k, {
-              ...acceptArgs(k, members),
+              ...(matcher ? acceptArgs(k, members) : appendArgs(members)),
               windowMs: config.dedupWindowMs,
               claims: members.map((i) => ({
                 record: (items[i] as Item).dedup,

@@ -4,12 +4,14 @@
  */
 
 import type { PartitionKeys } from "../keys.js";
-import { type AcceptEventsArgs, type Accepted, acceptArgs, acceptEventsResult } from "./acceptEvents.js";
+import { type AcceptMatchArgs, type Accepted, acceptArgs, acceptEventsResult } from "./acceptEvents.js";
+import type { AppendEventsArgs } from "./appendEvents.js";
 import { Packer } from "./packer.js";
 import { Code } from "./replies.js";
 import { type ScriptCall, transitionCall } from "./run.js";
 
-export interface IngestEventsArgs extends AcceptEventsArgs {
+/** appendEvents' arguments, acceptEvents' match part when the process has a matcher (else append only), and the claims. */
+export interface IngestEventsArgs extends AppendEventsArgs, Partial<AcceptMatchArgs> {
   windowMs: number;
   /** per event (the order of `events`): its dedup record and the partition of its event key */
   claims: Array<{ record: string; partition: PartitionKeys }>;
