@@ -4,7 +4,7 @@
  */
 
 import type { PartitionKeys } from "../keys.js";
-import { type AcceptMatchArgs, type Accepted, acceptArgs, acceptEventsResult } from "./acceptEvents.js";
+import { type Accepted, type AcceptMatchArgs, acceptArgs, acceptEventsResult } from "./acceptEvents.js";
 import type { AppendEventsArgs } from "./appendEvents.js";
 import { Packer } from "./packer.js";
 import { Code } from "./replies.js";
