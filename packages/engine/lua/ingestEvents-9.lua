@@ -1,7 +1,7 @@
 --[[
-  ingestEvents: ingest in ONE step on a single Redis: dedupEvents' claims of the call's
-  event keys, then acceptEvents (`rendezvous start`) or appendEvents (a process without
-  a matcher: `matchers` ""). The
+  ingestEvents: ingest in ONE step on a single Redis (`rendezvous start`, where it runs
+  acceptEvents): dedupEvents' claims of the call's event keys, then acceptEvents
+  (claimAppendEvents is the same for a process without a matcher). The
   claims lie in the partitions of the event keys, the append in the match key's: the
   one script that writes more than one partition, which a single Redis allows and a
   cluster does not (there ingest stays two steps; docs/architecture.md, "Ingest in one
@@ -28,8 +28,7 @@
   ARGV[4] fanoutCap    as acceptEvents
   ARGV[5] retentionMs  as acceptEvents
   ARGV[6] idPrefix     as acceptEvents
-  ARGV[7] matchers     as acceptEvents; "" = append only, appendEvents' step (a process
-                       without a matcher: the split roles' api), ARGV[4..6, 8, 9] then ""
+  ARGV[7] matchers     as acceptEvents
   ARGV[8] handoff      as acceptEvents
   ARGV[9] matchUpTo    as acceptEvents
   ARGV[10] windowMs    dedup window (dedupEvents)
@@ -38,64 +37,15 @@
                        record (dedupEvents')
   ARGV[12..] traces    as acceptEvents' ARGV[10..]
 
-  Returns acceptEvents' reply (appendEvents' when append only), or the number CONFLICT
-  (nothing written).
+  Returns acceptEvents' reply, or the number CONFLICT (nothing written).
 ]]
 --@include "codes"
---@include "clock"
---@include "event-record"
---@include "expiry"
+--@include "claims"
 --@include "accept-events"
 
 --@keys
 local events = unpackRows(ARGV[3], 2)
-local eventKeys = events[1]
-local rows = unpackRows(ARGV[11], 2)
-local pairOf, records = rows[1], rows[2]
-
--- each claims pair's fields, read with one HMGET a pair
-local fieldsOf, eventsOf = {}, {}
-for n = 1, #eventKeys do
-  local p = pairOf[n] + 0
-  local fields = fieldsOf[p]
-  if not fields then
-    fields, eventsOf[p] = {}, {}
-    fieldsOf[p] = fields
-  end
-  fields[#fields + 1] = "d:" .. eventKeys[n]
-  eventsOf[p][#fields] = n
-end
-
-local writes, claimed, claimedNow = {}, {}, {}
-for p, fields in pairs(fieldsOf) do
-  local stored = redis.call("HMGET", keys.claims[2 * p - 1], unpack(fields))
-  local w, c = {}, {}
-  for f = 1, #fields do
-    local n = eventsOf[p][f]
-    local eventKey, record = eventKeys[n], records[n]
-    local existing = stored[f] or claimedNow[eventKey]
-    if not existing then
-      claimedNow[eventKey] = record
-      w[#w + 1] = fields[f]
-      w[#w + 1] = record
-      c[#c + 1] = eventKey
-    elseif dedupText(existing) ~= record then
-      return C_CONFLICT
-    end
-  end
-  writes[p], claimed[p] = w, c
-end
-
-local expiresAt = intText(nowMs(ARGV[2]) + tonumber(ARGV[10]))
-for p, w in pairs(writes) do
-  if #w > 0 then
-    redis.call("HSET", keys.claims[2 * p - 1], unpack(w))
-    scheduleExpiry(keys.claims[2 * p], expiresAt, "D", table.concat(claimed[p]))
-  end
-end
-
-if ARGV[7] == "" then
-  local sid, codes, existing = appendEventRows(keys, tonumber(ARGV[1]), ARGV[2], events, ARGV[12])
-  return { sid, codes, existing }
+if not claimEventKeys(keys.claims, events[1], ARGV[11], ARGV[10], ARGV[2]) then
+  return C_CONFLICT
 end
 return acceptRows(keys, ARGV, events, ARGV[12])

@@ -15,6 +15,7 @@ import { Matcher } from "../src/index.js";
 
 const sha = (lua: string) => createHash("sha1").update(lua).digest("hex");
 const SCRIPTS = new Map([
+  [sha(luaScripts.claimAppendEvents.lua), "claimAppendEvents"],
   [sha(luaScripts.ingestEvents.lua), "ingestEvents"],
   [sha(luaScripts.dedupEvents.lua), "dedupEvents"],
   [sha(luaScripts.acceptEvents.lua), "acceptEvents"],
@@ -167,7 +168,7 @@ describe("ingest in one step (ingestEvents)", () => {
     const sent = await scriptsSent(res, async () => {
       results = await res.store.ingest("acme", "svc", [ev("solo", "job-5"), ev("other", "job-5")]);
     });
-    if (oneStep) expect(sent).toEqual(["ingestEvents"]);
+    if (oneStep) expect(sent).toEqual(["claimAppendEvents"]);
     expect(results.map((r) => r.status)).toEqual(["accepted", "accepted"]);
     for (const id of ["solo", "other"]) expect((await claimOf(res, "svc", id)).expires).toBe(true);
     // appended, not matched: the matcher's to take

@@ -41,7 +41,12 @@ import {
   appendEventsResults,
 } from "../transitions/appendEvents.js";
 import { dedupEventsCall, dedupEventsCodes } from "../transitions/dedupEvents.js";
-import { ingestEventsCall, ingestEventsResult } from "../transitions/ingestEvents.js";
+import {
+  claimAppendEventsCall,
+  claimAppendEventsResult,
+  ingestEventsCall,
+  ingestEventsResult,
+} from "../transitions/ingestEvents.js";
 import type { Handoff, MatchResult } from "../transitions/matchEvent.js";
 import { recordRejectionCall } from "../transitions/recordRejection.js";
 import { Code, failure } from "../transitions/replies.js";
@@ -167,21 +172,27 @@ export class IngestSystem {
       let twoSteps = all;
       if (!isCluster(this.ctx.redis) && new Set(items.map((it) => it.eventKey)).size === items.length) {
         twoSteps = [];
+        const claimsOf = (members: number[]) => ({
+          windowMs: config.dedupWindowMs,
+          claims: members.map((i) => ({
+            record: (items[i] as Item).dedup,
+            partition: (items[i] as Item).eventPartition,
+          })),
+        });
         const one = await this.ctx.perPartition<Appended | undefined>(
           all,
           matchPartitionOf,
           (k, members) =>
-            ingestEventsCall(k, {
-              ...(matcher ? acceptArgs(k, members) : appendArgs(members)),
-              windowMs: config.dedupWindowMs,
-              claims: members.map((i) => ({
-                record: (items[i] as Item).dedup,
-                partition: (items[i] as Item).eventPartition,
-              })),
-            }),
+            matcher
+              ? ingestEventsCall(k, { ...acceptArgs(k, members), ...claimsOf(members) })
+              : claimAppendEventsCall(k, { ...appendArgs(members), ...claimsOf(members) }),
           (reply, count, members) => {
-            const call = ingestEventsResult(reply);
-            if (call) return accepted(call, members);
+            let appended: Appended[] | null;
+            if (matcher) {
+              const call = ingestEventsResult(reply);
+              appended = call && accepted(call, members);
+            } else appended = claimAppendEventsResult(reply);
+            if (appended) return appended;
             twoSteps.push(...members);
             return new Array(count);
           },

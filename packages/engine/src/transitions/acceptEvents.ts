@@ -43,25 +43,19 @@ export function acceptEventsCall(k: PartitionKeys, a: AcceptEventsArgs): ScriptC
   return transitionCall("acceptEvents", k, acceptArgs(a));
 }
 
-/** The match part of acceptEvents' arguments (the rest are appendEvents'). */
-export type AcceptMatchArgs = Omit<AcceptEventsArgs, keyof AppendEventsArgs>;
-
-/**
- * acceptEvents' arguments (ingestEvents' first nine and its traces are the same); without the
- * match part, ingestEvents' append only (its `matchers` "": no matcher in the process).
- */
-export function acceptArgs(a: AppendEventsArgs & Partial<AcceptMatchArgs>) {
+/** acceptEvents' arguments (ingestEvents' first nine and its traces are the same). */
+export function acceptArgs(a: AcceptEventsArgs) {
   const { events, traces } = packedEvents(a.events);
   return {
     keepMs: a.keepMs,
     now: clock(a.now),
     events,
-    fanoutCap: a.fanoutCap ?? "",
-    retentionMs: a.retentionMs ?? "",
-    idPrefix: a.idPrefix ?? "",
-    matchers: a.matchers ? pair(a.matchers) : "",
+    fanoutCap: a.fanoutCap,
+    retentionMs: a.retentionMs,
+    idPrefix: a.idPrefix,
+    matchers: pair(a.matchers),
     handoff: a.handoff ? pair(a.handoff) : "",
-    matchUpTo: a.fanoutCap ? Math.max(1, Math.floor(ACCEPT_MATCH_BUDGET / a.fanoutCap)) : "",
+    matchUpTo: Math.max(1, Math.floor(ACCEPT_MATCH_BUDGET / a.fanoutCap)),
     traces,
   };
 }

@@ -1,24 +1,24 @@
 /**
- * ingestEvents (lua/ingestEvents-9.lua): dedupEvents' claims and acceptEvents in one
- * step, on a single Redis (docs/architecture.md, "Ingest in one step").
+ * Ingest in one step on a single Redis (docs/architecture.md, "Ingest in one step"):
+ * dedupEvents' claims with acceptEvents (lua/ingestEvents-9.lua) or, in a process without a
+ * matcher, with appendEvents (lua/claimAppendEvents-3.lua).
  */
 
 import type { PartitionKeys } from "../keys.js";
-import { type Accepted, type AcceptMatchArgs, acceptArgs, acceptEventsResult } from "./acceptEvents.js";
-import type { AppendEventsArgs } from "./appendEvents.js";
+import { type AcceptEventsArgs, type Accepted, acceptArgs, acceptEventsResult } from "./acceptEvents.js";
+import { type AppendEventsArgs, type Appended, appendEventsResults, packedEvents } from "./appendEvents.js";
 import { Packer } from "./packer.js";
 import { Code } from "./replies.js";
-import { type ScriptCall, transitionCall } from "./run.js";
+import { clock, type ScriptCall, transitionCall } from "./run.js";
 
-/** appendEvents' arguments, acceptEvents' match part when the process has a matcher (else append only), and the claims. */
-export interface IngestEventsArgs extends AppendEventsArgs, Partial<AcceptMatchArgs> {
+/** The claims of a call: per event (the order of `events`), its dedup record and the partition of its event key. */
+export interface Claims {
   windowMs: number;
-  /** per event (the order of `events`): its dedup record and the partition of its event key */
   claims: Array<{ record: string; partition: PartitionKeys }>;
 }
 
-export function ingestEventsCall(k: PartitionKeys, a: IngestEventsArgs): ScriptCall {
-  // each event partition's events hash and expiry zset once, numbered in order of appearance
+/** The claims pairs' keys (each event partition's events hash and expiry zset, once, in order of appearance) and the packed dedup argument. */
+function claimsOf(a: Claims): { restKeys: string[]; dedup: Buffer } {
   const pairOf = new Map<PartitionKeys, number>();
   const restKeys: string[] = [];
   const dedup = new Packer(a.claims.length * 40);
@@ -31,11 +31,28 @@ export function ingestEventsCall(k: PartitionKeys, a: IngestEventsArgs): ScriptC
     }
     dedup.field(String(n)).field(c.record);
   }
-  const { traces, ...accept } = acceptArgs(a);
-  return transitionCall("ingestEvents", k, { ...accept, windowMs: a.windowMs, dedup: dedup.done(), traces }, restKeys);
+  return { restKeys, dedup: dedup.done() };
 }
 
-/** The reply: acceptEvents', or null when an event was claimed before with other content (nothing written). */
+export function ingestEventsCall(k: PartitionKeys, a: AcceptEventsArgs & Claims): ScriptCall {
+  const { restKeys, dedup } = claimsOf(a);
+  const { traces, ...accept } = acceptArgs(a);
+  return transitionCall("ingestEvents", k, { ...accept, windowMs: a.windowMs, dedup, traces }, restKeys);
+}
+
+export function claimAppendEventsCall(k: PartitionKeys, a: AppendEventsArgs & Claims): ScriptCall {
+  const { restKeys, dedup } = claimsOf(a);
+  const { events, traces } = packedEvents(a.events);
+  const args = { keepMs: a.keepMs, now: clock(a.now), events, windowMs: a.windowMs, dedup, traces };
+  return transitionCall("claimAppendEvents", k, args, restKeys);
+}
+
+/** ingestEvents' reply: acceptEvents', or null when an event was claimed before with other content (nothing written). */
 export function ingestEventsResult(reply: unknown): Accepted | null {
   return reply === Code.CONFLICT ? null : acceptEventsResult(reply);
+}
+
+/** claimAppendEvents' reply: appendEvents', or null as ingestEventsResult's. */
+export function claimAppendEventsResult(reply: unknown): Appended[] | null {
+  return reply === Code.CONFLICT ? null : appendEventsResults(reply);
 }
