@@ -28,7 +28,7 @@
 --@include "codes"
 --@include "clock"
 --@include "event-record"
---@include "expiry"
+--@include "claims"
 
 --@keys
 local windowMs = tonumber(ARGV[1])
@@ -37,22 +37,14 @@ local eventKeys, records, fields, stored = loadDedupRows(keys.events, ARGV[3])
 
 local replies, writes, claimed, claimedNow = {}, {}, {}, {}
 for n = 1, #fields do
-  local eventKey, record = eventKeys[n], records[n]
-  local existing = stored[n] or claimedNow[eventKey]
-  if not existing then
-    claimedNow[eventKey] = record
+  replies[n] = claimCode(eventKeys[n], records[n], stored[n], claimedNow)
+  if replies[n] == D_CREATED then
     writes[#writes + 1] = fields[n]
-    writes[#writes + 1] = record
-    claimed[#claimed + 1] = eventKey
-    replies[n] = D_CREATED
-  elseif dedupText(existing) == record then
-    replies[n] = D_PENDING
-  else
-    replies[n] = D_CONFLICT
+    writes[#writes + 1] = records[n]
+    claimed[#claimed + 1] = eventKeys[n]
   end
 end
 if #claimed > 0 then
-  redis.call("HSET", keys.events, unpack(writes))
-  scheduleExpiry(keys.expiry, intText(nowMs(ARGV[2]) + windowMs), "D", table.concat(claimed))
+  writeClaims(keys.events, keys.expiry, writes, claimed, intText(nowMs(ARGV[2]) + windowMs))
 end
 return table.concat(replies)

@@ -1,12 +1,36 @@
 --[[
-  The claims of ingest in one step (ingestEvents, claimAppendEvents): dedupEvents' claim of
-  each event key, made in the event key's own partition, for a call of a single Redis whose
-  claims pairs (events hash, expiry zset per event partition) are the script's rest of KEYS.
+  The claim of an event key (dedupEvents; ingest in one step: ingestEvents,
+  claimAppendEvents), in the event key's own partition: its dedup record in the events hash,
+  the expiry of the records one call wrote one "D:" member.
 ]]
+--@include "codes"
 --@include "packed"
 --@include "clock"
 --@include "event-record"
 --@include "expiry"
+
+-- The claim of `eventKey` with `record`, against its stored dedup record (`stored`, false:
+-- none) and the claims made earlier in the call (`claimedNow`, by event key; a new claim is
+-- added there): D_CREATED, D_PENDING (claimed before with the same record) or D_CONFLICT.
+local function claimCode(eventKey, record, stored, claimedNow)
+  local existing = stored or claimedNow[eventKey]
+  if not existing then
+    claimedNow[eventKey] = record
+    return D_CREATED
+  elseif dedupText(existing) == record then
+    return D_PENDING
+  end
+  return D_CONFLICT
+end
+
+-- Writes a call's new claims of one partition: `writes` the field, record pairs of its
+-- events hash, `claimed` their event keys, kept until `expiresAt`.
+local function writeClaims(eventsKey, expiryKey, writes, claimed, expiresAt)
+  if #claimed > 0 then
+    redis.call("HSET", eventsKey, unpack(writes))
+    scheduleExpiry(expiryKey, expiresAt, "D", table.concat(claimed))
+  end
+end
 
 -- Claims the event keys `eventKeys` (the call's events, in order) with the packed rows of
 -- `dedupArg` (per event: the number of its claims pair in `claimKeys`, its dedup record) for
@@ -35,14 +59,12 @@ local function claimEventKeys(claimKeys, eventKeys, dedupArg, windowMs, nowArg)
     local w, c = {}, {}
     for f = 1, #fields do
       local n = eventsOf[p][f]
-      local eventKey, record = eventKeys[n], records[n]
-      local existing = stored[f] or claimedNow[eventKey]
-      if not existing then
-        claimedNow[eventKey] = record
+      local code = claimCode(eventKeys[n], records[n], stored[f], claimedNow)
+      if code == D_CREATED then
         w[#w + 1] = fields[f]
-        w[#w + 1] = record
-        c[#c + 1] = eventKey
-      elseif dedupText(existing) ~= record then
+        w[#w + 1] = records[n]
+        c[#c + 1] = eventKeys[n]
+      elseif code == D_CONFLICT then
         return false
       end
     end
@@ -51,10 +73,7 @@ local function claimEventKeys(claimKeys, eventKeys, dedupArg, windowMs, nowArg)
 
   local expiresAt = intText(nowMs(nowArg) + tonumber(windowMs))
   for p, w in pairs(writes) do
-    if #w > 0 then
-      redis.call("HSET", claimKeys[2 * p - 1], unpack(w))
-      scheduleExpiry(claimKeys[2 * p], expiresAt, "D", table.concat(claimed[p]))
-    end
+    writeClaims(claimKeys[2 * p - 1], claimKeys[2 * p], w, claimed[p], expiresAt)
   end
   return true
 end

@@ -246,8 +246,8 @@ export class ConsumerLoop<E extends { id: string }> {
    * slot, behind the scripts of that partition it follows.
    */
   ackCommand(partition: number, ids: string[]): BatchCommand {
-    const key = this.#streamOf(partition);
-    return { key, add: (p) => (ids.length > 0 ? p.xack(key, this.#o.group, ...ids) : p.echo("")) };
+    const { key, group } = this.ackOf(partition, ids);
+    return { key, add: (p) => (ids.length > 0 ? p.xack(key, group, ...ids) : p.echo("")) };
   }
 
   /** The acknowledgement of processed entries of one partition's stream, as XACK's key, group and ids. */
