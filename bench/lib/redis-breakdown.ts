@@ -21,7 +21,7 @@ import { createHash } from "node:crypto";
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { createRequire } from "node:module";
 import { luaScripts } from "@rendezvous/engine";
-import { JOB_ADDS_LUA } from "@rendezvous/workers";
+import { JOB_ADDS_LUA, STEP_LUA } from "@rendezvous/workers";
 import type { Redis } from "ioredis";
 import { info } from "./redis.js";
 
@@ -55,10 +55,14 @@ export interface RedisBreakdown {
 const ourStep: Record<string, string> = {
   dedupEvents: "ingest",
   appendEvents: "ingest",
+  claimAppendEvents: "ingest",
+  acceptEvents: "ingest + match",
+  ingestEvents: "ingest + match",
   takeQuota: "ingest (quota)",
   recordRejection: "ingest",
   matchEvent: "match",
   annotateWait: "dispatch",
+  annotateWaits: "dispatch",
   consumeWait: "consume",
   registerWait: "register",
   claimRunPosition: "register",
@@ -87,6 +91,7 @@ function knownScripts(): { shas: Map<string, Known>; prefixes: Array<[string, Kn
     ]),
     ...Object.values(bull).map((s): [string, Known] => [s.content, { name: `bullmq ${s.name}`, step: "BullMQ" }]),
     [JOB_ADDS_LUA, { name: "bullmq addStandardJob, a step's jobs in one call", step: "BullMQ" }],
+    [STEP_LUA, { name: "dispatch step in one call (jobs, continuation_dispatched, ack)", step: "dispatch" }],
   ];
   shas = new Map(all.map(([lua, k]) => [createHash("sha1").update(lua).digest("hex"), k]));
   prefixes = all.map(([lua, k]) => [lua.slice(0, 100), k]);

@@ -6,10 +6,13 @@
  *
  *   send → dedup         the producer's request reaches the API and its dedup step starts
  *   dedup → accept       dedupEvents, its round trip, then acceptEvents starts (appendEvents
- *                        where the matcher matches: the split roles, tracing on)
+ *                        where the matcher matches: the split roles, tracing on); ingest in
+ *                        one step (a single Redis: ingestEvents, claimAppendEvents) marks
+ *                        both with its one script, and this hop reads 0
  *   accept → add         acceptEvents (append, match), its reply, the 202, the dispatcher's
- *                        hand-out, BullMQ's job add (its JavaScript), until its script starts
- *                        (after appendEvents: the matcher's read and matchEvent come in between)
+ *                        hand-out, the job add (BullMQ's, or the dispatch step in one call),
+ *                        until its script starts (after appendEvents: the matcher's read and
+ *                        matchEvent come in between)
  *   add → taken          the host worker is woken (marker), and the script that takes the job
  *                        (its lock set: moveToActive, or a moveToFinished fetching the next) starts
  *   taken → invoked      that script, its reply, the host worker until the processor is called
@@ -31,12 +34,17 @@ import { fmt, printTable } from "./table.js";
 export const CHAIN_HOPS = ["send → dedup", "dedup → accept", "accept → add", "add → taken", "taken → invoked"] as const;
 export type ChainHop = (typeof CHAIN_HOPS)[number];
 
-/** The script whose start marks each step of the chain before the job is taken (redis-breakdown's names). */
-const STEP_OF: Record<string, "dedup" | "accept" | "add"> = {
-  dedupEvents: "dedup",
-  acceptEvents: "accept",
-  appendEvents: "accept",
-  "bullmq addStandardJob": "add",
+type Step = "dedup" | "accept" | "add";
+/** The script whose start marks steps of the chain before the job is taken (redis-breakdown's names). */
+const STEPS_OF: Record<string, Step[]> = {
+  dedupEvents: ["dedup"],
+  acceptEvents: ["accept"],
+  appendEvents: ["accept"],
+  ingestEvents: ["dedup", "accept"],
+  claimAppendEvents: ["dedup", "accept"],
+  "bullmq addStandardJob": ["add"],
+  "bullmq addStandardJob, a step's jobs in one call": ["add"],
+  "dispatch step in one call (jobs, continuation_dispatched, ack)": ["add"],
 };
 
 /**
@@ -145,8 +153,9 @@ export class RedisTimeline {
     if (source !== "lua") {
       const name = nameOf(args).name;
       this.#script = { at, name };
-      const step = STEP_OF[name];
-      if (!step) return;
+      const steps = STEPS_OF[name];
+      if (!steps) return;
+      const step = steps[0] as Step;
       // one at a time, a step's line is the oldest open event's that lacks it: the first few are
       // tried (one whose line went missing is passed over, not waited on for ever)
       let tried = 0;
@@ -155,7 +164,7 @@ export class RedisTimeline {
         // (an event key is packed length-prefixed: "12:e-…-1" is not found in "13:e-…-10")
         const id = step === "add" ? e.waitId : `${e.eventId.length}:${e.eventId}`;
         if (args.some((a) => a.includes(id))) {
-          e[step] = at;
+          for (const s of steps) e[s] = at;
           break;
         }
         if (++tried === 4) break;

@@ -20,8 +20,6 @@
  * (`rendezvous.dispatch`, child of that context) and carries the span's context instead.
  */
 import {
-  type BatchAnnotation,
-  bullmqTelemetryMetadata,
   ConsumerLoop,
   DISPATCHER_GROUP,
   failpoint,
@@ -35,18 +33,24 @@ import {
   type Resources,
   type Store,
   type StreamEntry,
-  type TraceCarrier,
-  type TraceSpan,
 } from "@rendezvous/engine";
-import { continuationQueueName, continuationQueueOf, type Wait } from "@rendezvous/protocol";
+import { continuationQueueName } from "@rendezvous/protocol";
 import { Queue } from "bullmq";
-import { addStepJobs, addStepJobsRecorded, JOBS_PER_CALL, type JobToAdd } from "./job-adds.js";
+import {
+  continuationJobs,
+  dispatchedEntries,
+  type Handout,
+  handoutsOf,
+  type OneCallStep,
+  stepInOneCall,
+  webhookJobs,
+} from "./handouts.js";
+import { addStepJobs, type JobToAdd } from "./job-adds.js";
 import { WEBHOOK_QUEUE, WebhookDeliveries } from "./webhooks.js";
 
 /** Queue of a tenant's continuations (docs/api.md, Continuations): defined by @rendezvous/protocol, re-exported here. */
 export { continuationQueueName };
 
-const DAY_S = 86_400;
 /** `dispatcher.after-annotate` armed: each step records its dispatches and acks in two round trips, the point between them */
 const AFTER_ANNOTATE_ARMED = failpointArmed("dispatcher.after-annotate");
 /** a dispatcher failpoint armed: every step takes its round trips one by one, with the failpoints' points between them */
@@ -76,22 +80,6 @@ export interface DispatcherOptions {
   pacer?: Pacer;
   /** most entries one `XREADGROUP` reads per partition @defaultValue 100 */
   readCount?: number;
-}
-
-/** A settled wait to hand out to its queue, with the trace context its continuation carries on. */
-interface Handout {
-  wait: Wait;
-  /** the id of its outbox entry */
-  entryId: string;
-  /** the tenant's queue, or the queue of the group that routes the wait's event type */
-  queue: string;
-  trace: TraceCarrier | undefined;
-  span: TraceSpan | undefined;
-}
-
-/** The job options' telemetry of a trace context (none without one). */
-function telemetryOf(trace: TraceCarrier | undefined): { telemetry?: { metadata: string } } {
-  return trace ? { telemetry: { metadata: bullmqTelemetryMetadata(trace) } } : {};
 }
 
 export class Dispatcher {
@@ -227,7 +215,7 @@ export class Dispatcher {
    * outbox entries; an entry written before they did is answered by a read of its wait.
    */
   async #dispatch(partition: number, entries: ResolutionEntry[]): Promise<void> {
-    const handouts = await this.#handoutsOf(partition, entries);
+    const handouts = await handoutsOf(this.#res, this.store, partition, entries);
     const byQueue = new Map<string, Handout[]>();
     const hooks: Handout[] = [];
     for (const h of handouts) {
@@ -236,46 +224,13 @@ export class Dispatcher {
       else byQueue.set(h.queue, [h]);
       if (this.#res.config.tenants[h.wait.tenant]?.webhook) hooks.push(h);
     }
-    const jobsOf = (list: Handout[]): JobToAdd[] =>
-      list.map(({ wait, trace }) => ({
-        name: "continuation",
-        data: wait,
-        opts: {
-          jobId: wait.id,
-          // kept for continuationRetentionMs (a day by default); compacted by the scheduler meanwhile
-          removeOnComplete: { age: Math.ceil(this.#res.config.continuationRetentionMs / 1000) },
-          removeOnFail: { age: 7 * DAY_S },
-          ...telemetryOf(trace),
-        },
-      }));
-    // an outbox entry handled again after a crash (recorded, not yet acknowledged)
-    // finds its job already there (same job id) and records nothing new: `once` keeps
-    // one continuation_dispatched per job id
-    const annotationsOf = (list: Handout[]): BatchAnnotation[] =>
-      list.map(({ wait, queue }) => ({
-        waitId: wait.id,
-        what: "continuation_dispatched" as const,
-        detail: { queue, jobId: wait.id },
-        once: true,
-      }));
+    const retentionMs = this.#res.config.continuationRetentionMs;
     const ids = entries.map((e) => e.id);
     const [only] = byQueue;
     if (only && byQueue.size === 1 && hooks.length === 0 && this.#oneCall) {
-      // calls of up to JOBS_PER_CALL jobs, each with its jobs' entries (the first also with
-      // the entries that had no wait left): each commits whole or not at all
-      const calls: Array<[Handout[], string[]]> = [];
-      for (let i = 0; i < handouts.length; i += JOBS_PER_CALL) {
-        const list = handouts.slice(i, i + JOBS_PER_CALL);
-        calls.push([list, list.map((h) => h.entryId)]);
-      }
-      const handed = new Set(handouts.map((h) => h.entryId));
-      calls[0]?.[1].push(...ids.filter((id) => !handed.has(id)));
       let done = false;
       try {
-        const each = await Promise.all(
-          calls.map(([list, acks]) => this.#inOneCall(partition, only[0], jobsOf(list), annotationsOf(list), acks)),
-        );
-        done = each.every(Boolean);
+        done = await stepInOneCall(this.#oneCallStep(only[0]), partition, handouts, ids);
       } catch (err) {
         for (const h of handouts) h.span?.fail(err);
         for (const h of handouts) h.span?.end();
@@ -288,25 +243,10 @@ export class Dispatcher {
       }
     }
     // the continuation jobs of every queue and the webhook deliveries in one round trip
-    const adds = [...byQueue].map(([name, list]) => this.#addJobs(name, jobsOf(list)));
+    const adds = [...byQueue].map(([name, list]) => this.#addJobs(name, continuationJobs(list, retentionMs)));
     if (hooks.length > 0) {
-      adds.push(
-        this.#addJobs(
-          WEBHOOK_QUEUE,
-          hooks.map(({ wait, trace }) => ({
-            name: "webhook",
-            data: { tenant: wait.tenant, waitId: wait.id },
-            opts: {
-              jobId: `wh.${wait.id}`,
-              attempts: this.#opts.webhookAttempts ?? 12,
-              backoff: { type: "exponential", delay: this.#opts.webhookBackoffMs ?? 1000 },
-              removeOnComplete: { age: DAY_S },
-              removeOnFail: { age: 7 * DAY_S },
-              ...telemetryOf(trace),
-            },
-          })),
-        ),
-      );
+      const o = this.#opts;
+      adds.push(this.#addJobs(WEBHOOK_QUEUE, webhookJobs(hooks, o.webhookAttempts ?? 12, o.webhookBackoffMs ?? 1000)));
     }
     try {
       await Promise.all(adds);
@@ -317,7 +257,7 @@ export class Dispatcher {
       for (const h of handouts) h.span?.end();
     }
     failpoint("dispatcher.after-enqueue");
-    const annotations = annotationsOf(handouts);
+    const annotations = dispatchedEntries(handouts);
     if (AFTER_ANNOTATE_ARMED) {
       // the failpoint's point exists only between the two: record, (crash,) then ack
       await this.store.annotateMany(annotations);
@@ -329,65 +269,15 @@ export class Dispatcher {
     this.#res.metrics.continuationsDispatched.inc({ channel: "queue" }, handouts.length);
   }
 
-  /**
-   * A step of one queue's jobs on a single Redis: the jobs, the waits' continuation_dispatched
-   * entries and the entries' ack in one call (job-adds.ts, STEP_LUA). False: not done (bullmq
-   * is not as expected), the step goes the usual way.
-   */
-  #inOneCall(
-    partition: number,
-    queue: string,
-    jobs: JobToAdd[],
-    annotations: BatchAnnotation[],
-    ids: string[],
-  ): Promise<boolean> {
-    const [annotate] = this.store.annotateCalls(annotations);
-    if (!annotate) return Promise.resolve(false);
-    const record = { annotate, ack: this.loop.ackOf(partition, ids) };
-    const warn = (msg: string) => this.#res.logger.warn({ queue }, msg);
-    return addStepJobsRecorded(this.queue(queue), this.#queueConn, jobs, record, warn);
-  }
-
-  /**
-   * The settled waits of the entries (carried by the entries, else read: entries of
-   * before; gone once expired), each with its queue (the tenant's, or the group's routing
-   * its event type) and the context its continuation carries: the resolution's, else the
-   * wait's registration context; a tracing process's dispatch span's.
-   */
-  async #handoutsOf(partition: number, entries: ResolutionEntry[]): Promise<Handout[]> {
-    const missing = entries.flatMap((e) => (e.wait === null && e.waitId ? [e.waitId] : []));
-    const read = missing.length > 0 ? await this.store.getWaits(missing) : [];
-    let r = 0;
-    const tracing = this.#res.tracing;
-    const handouts: Handout[] = [];
-    for (const e of entries) {
-      const wait = e.wait ?? (e.waitId ? read[r++] : null);
-      if (!wait) continue;
-      const queue = continuationQueueOf(this.#res.config.tenants, wait.tenant, wait.eventType);
-      const received = e.trace ?? e.registration;
-      if (!tracing.enabled) {
-        handouts.push({ wait, entryId: e.id, queue, trace: received, span: undefined });
-        continue;
-      }
-      const span = tracing.start("rendezvous.dispatch", {
-        kind: "producer",
-        parent: received,
-        // a resolution by an event is in the event's trace: the registration is a link
-        links: e.trace ? [e.registration] : undefined,
-        attributes: {
-          "messaging.system": "bullmq",
-          "messaging.operation.type": "send",
-          "messaging.operation.name": "dispatch",
-          "messaging.destination.name": queue,
-          "messaging.message.id": wait.id,
-          "rendezvous.partition": partition,
-          "rendezvous.tenant": wait.tenant,
-          "rendezvous.wait.id": wait.id,
-          "rendezvous.resolution.kind": wait.resolution?.kind ?? "",
-        },
-      });
-      handouts.push({ wait, entryId: e.id, queue, trace: span.carrier ?? received, span });
-    }
-    return handouts;
+  /** What a step of the queue `name` in one call writes with (handouts.ts). */
+  #oneCallStep(name: string): OneCallStep {
+    return {
+      queue: this.queue(name),
+      connection: this.#queueConn,
+      store: this.store,
+      loop: this.loop,
+      retentionMs: this.#res.config.continuationRetentionMs,
+      warn: (msg) => this.#res.logger.warn({ queue: name }, msg),
+    };
   }
 }
