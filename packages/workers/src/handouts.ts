@@ -20,7 +20,7 @@ import { continuationQueueOf, type Wait } from "@rendezvous/protocol";
 import type { Queue } from "bullmq";
 import { addStepJobsRecorded, JOBS_PER_CALL, type JobToAdd } from "./job-adds.js";
 
-export const DAY_S = 86_400;
+const DAY_S = 86_400;
 
 /** A settled wait to hand out to its queue, with the trace context its continuation carries on. */
 export interface Handout {
