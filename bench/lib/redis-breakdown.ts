@@ -52,6 +52,10 @@ export interface RedisBreakdown {
   maxLen: number;
 }
 
+/** The names of the workers' scripts that run BullMQ's job adds (job-adds.ts), as this file prints them. */
+export const JOB_ADDS_NAME = "bullmq addStandardJob, a step's jobs in one call";
+export const STEP_CALL_NAME = "dispatch step in one call (jobs, continuation_dispatched, ack)";
+
 const ourStep: Record<string, string> = {
   dedupEvents: "ingest",
   appendEvents: "ingest",
@@ -90,8 +94,8 @@ function knownScripts(): { shas: Map<string, Known>; prefixes: Array<[string, Kn
       { name, step: ourStep[name] ?? "engine" },
     ]),
     ...Object.values(bull).map((s): [string, Known] => [s.content, { name: `bullmq ${s.name}`, step: "BullMQ" }]),
-    [JOB_ADDS_LUA, { name: "bullmq addStandardJob, a step's jobs in one call", step: "BullMQ" }],
-    [STEP_LUA, { name: "dispatch step in one call (jobs, continuation_dispatched, ack)", step: "dispatch" }],
+    [JOB_ADDS_LUA, { name: JOB_ADDS_NAME, step: "BullMQ" }],
+    [STEP_LUA, { name: STEP_CALL_NAME, step: "dispatch" }],
   ];
   shas = new Map(all.map(([lua, k]) => [createHash("sha1").update(lua).digest("hex"), k]));
   prefixes = all.map(([lua, k]) => [lua.slice(0, 100), k]);

@@ -27,7 +27,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { nameOf } from "./redis-breakdown.js";
+import { JOB_ADDS_NAME, nameOf, STEP_CALL_NAME } from "./redis-breakdown.js";
 import { type Summary, summarize } from "./stats.js";
 import { fmt, printTable } from "./table.js";
 
@@ -43,8 +43,8 @@ const STEPS_OF: Record<string, Step[]> = {
   ingestEvents: ["dedup", "accept"],
   claimAppendEvents: ["dedup", "accept"],
   "bullmq addStandardJob": ["add"],
-  "bullmq addStandardJob, a step's jobs in one call": ["add"],
-  "dispatch step in one call (jobs, continuation_dispatched, ack)": ["add"],
+  [JOB_ADDS_NAME]: ["add"],
+  [STEP_CALL_NAME]: ["add"],
 };
 
 /**
