@@ -22,8 +22,16 @@
  * the two ways, medians printed. Usage: npm run bench:handout [-- --rounds 5] [-- --quick]
  */
 import { createRequire } from "node:module";
-import { type BatchAnnotation, createResources, iso, LuaScript, parseConfig } from "@rendezvous/engine";
-import { addStepJobs, addStepJobsRecorded } from "@rendezvous/workers";
+import { createResources, iso, LuaScript, parseConfig } from "@rendezvous/engine";
+import type { Wait } from "@rendezvous/protocol";
+import {
+  addStepJobs,
+  addStepJobsRecorded,
+  continuationJobs,
+  dispatchedEntries,
+  type Handout,
+  type JobToAdd,
+} from "@rendezvous/workers";
 import { Queue } from "bullmq";
 import { type Command, Redis } from "ioredis";
 import { pino } from "pino";
@@ -64,14 +72,16 @@ const WAIT = {
   metadata: null,
 };
 let next = 0;
-const job = () => {
-  const id = `w${next++}.bench`;
-  return {
-    name: "continuation",
-    data: { ...WAIT, id },
-    opts: { jobId: id, removeOnComplete: { age: 86_400 }, removeOnFail: { age: 604_800 } },
-  };
-};
+/** A wait's hand-out as the dispatcher has it (its queue, no trace). */
+const handout = (id: string): Handout => ({
+  wait: { ...WAIT, id } as unknown as Wait,
+  entryId: "1-1",
+  queue: queue.name,
+  trace: undefined,
+  span: undefined,
+});
+/** A continuation job as the dispatcher adds it (handouts.ts), kept a day once completed. */
+const job = () => continuationJobs([handout(`w${next++}.bench`)], 86_400_000)[0] as JobToAdd;
 
 /** CPU and wall µs per unit of `units` units run in steps by `step`. */
 async function measure(units: number, perStep: number, step: () => Promise<unknown>): Promise<[number, number]> {
@@ -133,19 +143,10 @@ async function fillPool(n: number): Promise<void> {
 // (a step count rounds up: up to 15 more than STEP_WAITS per round and way in steps of 16)
 await fillPool(3 * 2 * rounds * (STEP_WAITS + 16));
 const dispatchStep = (size: number) => {
-  const ids = pool.splice(0, size);
-  const jobs = ids.map((id) => ({
-    name: "continuation",
-    data: { ...WAIT, id },
-    opts: { jobId: id, removeOnComplete: { age: 86_400 }, removeOnFail: { age: 604_800 } },
-  }));
-  const annotations: BatchAnnotation[] = ids.map((id) => ({
-    waitId: id,
-    what: "continuation_dispatched",
-    detail: { queue: queue.name, jobId: id },
-    once: true,
-  }));
-  return { jobs, annotations, acks: ids.map(() => "1-1") };
+  // (the dispatcher's own jobs and entries: handouts.ts)
+  const handouts = pool.splice(0, size).map(handout);
+  const jobs = continuationJobs(handouts, 86_400_000);
+  return { jobs, annotations: dispatchedEntries(handouts), acks: handouts.map((h) => h.entryId) };
 };
 for (const size of [1, 2, 16]) {
   cases.push({

@@ -4,6 +4,7 @@ export {
   type DispatcherOptions,
 } from "./dispatcher.js";
 export { type FireResult, lateness } from "./firing.js";
+export { continuationJobs, dispatchedEntries, type Handout } from "./handouts.js";
 export {
   addStepJobs,
   addStepJobsRecorded,

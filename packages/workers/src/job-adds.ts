@@ -38,14 +38,17 @@ const KEYS = 9;
 const ARGS = 3;
 const COMMAND = "addStandardJob";
 
+/** BullMQ's addStandardJob, its text unchanged, as the Lua function `addOne(KEYS, ARGV)`. */
+const ADD_ONE = `local function addOne(KEYS, ARGV)
+${addStandardJob?.content}
+end`;
+
 /**
  * BullMQ's script as a function of its KEYS and ARGV, run once per job: ARGV holds the jobs'
  * arguments one after the other (three each); the reply is each job's, in order (its id,
  * or BullMQ's negative error code).
  */
-export const JOB_ADDS_LUA = `local function addOne(KEYS, ARGV)
-${addStandardJob?.content}
-end
+export const JOB_ADDS_LUA = `${ADD_ONE}
 local replies = {}
 for i = 0, #ARGV / ${ARGS} - 1 do
   replies[i + 1] = addOne(KEYS, { ARGV[i * ${ARGS} + 1], ARGV[i * ${ARGS} + 2], ARGV[i * ${ARGS} + 3] })
@@ -62,9 +65,7 @@ return replies`;
  * their arguments (three each), the ack's group, the number of entry ids and the ids,
  * then annotateWaits' ARGV. The reply is the jobs' (a failed add ends the call there).
  */
-export const STEP_LUA = `local function addOne(KEYS, ARGV)
-${addStandardJob?.content}
-end
+export const STEP_LUA = `${ADD_ONE}
 local function annotateWaits(KEYS, ARGV)
 ${luaScripts.annotateWaits.lua}
 end

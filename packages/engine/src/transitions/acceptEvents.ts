@@ -6,9 +6,9 @@
 
 import { type StreamEntry, toStreamEntries } from "../formats/stream-entries.js";
 import type { PartitionKeys } from "../keys.js";
-import { type AppendEventsArgs, type Appended, appendEventsResults, packedEvents } from "./appendEvents.js";
+import { type AppendEventsArgs, type Appended, appendArgs, appendEventsResults } from "./appendEvents.js";
 import { type Handoff, type MatchResult, matchStatus } from "./matchEvent.js";
-import { clock, type ScriptCall, transitionCall } from "./run.js";
+import { type ScriptCall, transitionCall } from "./run.js";
 
 export interface AcceptEventsArgs extends AppendEventsArgs {
   fanoutCap: number;
@@ -45,18 +45,14 @@ export function acceptEventsCall(k: PartitionKeys, a: AcceptEventsArgs): ScriptC
 
 /** acceptEvents' arguments (ingestEvents' first nine and its traces are the same). */
 export function acceptArgs(a: AcceptEventsArgs) {
-  const { events, traces } = packedEvents(a.events);
   return {
-    keepMs: a.keepMs,
-    now: clock(a.now),
-    events,
+    ...appendArgs(a),
     fanoutCap: a.fanoutCap,
     retentionMs: a.retentionMs,
     idPrefix: a.idPrefix,
     matchers: pair(a.matchers),
     handoff: a.handoff ? pair(a.handoff) : "",
     matchUpTo: Math.max(1, Math.floor(ACCEPT_MATCH_BUDGET / a.fanoutCap)),
-    traces,
   };
 }
 

@@ -16,12 +16,16 @@ export interface AppendEventsArgs {
 export type Appended = { streamId: string; existing?: undefined } | { existing: string; streamId?: undefined };
 
 export function appendEventsCall(k: PartitionKeys, a: AppendEventsArgs): ScriptCall {
-  const { events, traces } = packedEvents(a.events);
-  return transitionCall("appendEvents", k, { keepMs: a.keepMs, now: clock(a.now), events, traces });
+  return transitionCall("appendEvents", k, appendArgs(a));
 }
 
-/** The events and traces arguments of appendEvents (acceptEvents sends the same). */
-export function packedEvents(events: AppendEventsArgs["events"]): { events: Buffer; traces: Buffer[] } {
+/** appendEvents' arguments: keepMs, now, events, traces (acceptEvents, ingestEvents and claimAppendEvents send the same). */
+export function appendArgs(a: AppendEventsArgs): { keepMs: number; now: string; events: Buffer; traces: Buffer[] } {
+  return { keepMs: a.keepMs, now: clock(a.now), ...packedEvents(a.events) };
+}
+
+/** The events and traces arguments of appendEvents. */
+function packedEvents(events: AppendEventsArgs["events"]): { events: Buffer; traces: Buffer[] } {
   let chars = 0;
   for (const e of events) chars += e.eventKey.length + e.head.length + 10;
   const packed = new Packer(chars * 3);

@@ -6,10 +6,10 @@
 
 import type { PartitionKeys } from "../keys.js";
 import { type AcceptEventsArgs, type Accepted, acceptArgs, acceptEventsResult } from "./acceptEvents.js";
-import { type AppendEventsArgs, type Appended, appendEventsResults, packedEvents } from "./appendEvents.js";
+import { type AppendEventsArgs, type Appended, appendArgs, appendEventsResults } from "./appendEvents.js";
 import { Packer } from "./packer.js";
 import { Code } from "./replies.js";
-import { clock, type ScriptCall, transitionCall } from "./run.js";
+import { type ScriptCall, transitionCall } from "./run.js";
 
 /** The claims of a call: per event (the order of `events`), its dedup record and the partition of its event key. */
 export interface Claims {
@@ -36,15 +36,12 @@ function claimsOf(a: Claims): { restKeys: string[]; dedup: Buffer } {
 
 export function ingestEventsCall(k: PartitionKeys, a: AcceptEventsArgs & Claims): ScriptCall {
   const { restKeys, dedup } = claimsOf(a);
-  const { traces, ...accept } = acceptArgs(a);
-  return transitionCall("ingestEvents", k, { ...accept, windowMs: a.windowMs, dedup, traces }, restKeys);
+  return transitionCall("ingestEvents", k, { ...acceptArgs(a), windowMs: a.windowMs, dedup }, restKeys);
 }
 
 export function claimAppendEventsCall(k: PartitionKeys, a: AppendEventsArgs & Claims): ScriptCall {
   const { restKeys, dedup } = claimsOf(a);
-  const { events, traces } = packedEvents(a.events);
-  const args = { keepMs: a.keepMs, now: clock(a.now), events, windowMs: a.windowMs, dedup, traces };
-  return transitionCall("claimAppendEvents", k, args, restKeys);
+  return transitionCall("claimAppendEvents", k, { ...appendArgs(a), windowMs: a.windowMs, dedup }, restKeys);
 }
 
 /** ingestEvents' reply: acceptEvents', or null when an event was claimed before with other content (nothing written). */
