@@ -39,13 +39,16 @@
  *
  * `--ingest-batch N` sets the events per ingest call (1: the single-event path);
  * `--accept-batch N` the events per call of the accept case (default 1; 100: a batch request);
+ * `--partitions P` the accept case's partition count (default 16);
  * `--compact-batch N` the jobs per call of the compact case (default 500; 10: the scheduler's);
  * `--legacy-index` measures a deployment created before 2026-12-01, whose wait indexes
  * may hold legacy members (the match reads their ranges too; docs/architecture.md);
  * `--match-shape any-of|count-3` makes the match case's waits any-of two types, or count 3
  * (three events per wait: per event, two collect and one resolves);
- * `--only CASE` runs one case (raw, ingest, match, dispatch, accept, quota,
- * add, complete, complete-keep, compact, expire, timeout); `--keep DIR` copies each case's dump to
+ * `--only CASE[,CASE…]` runs those cases (raw, ingest, match, dispatch, accept, quota,
+ * add, complete, complete-keep, compact, expire, timeout, register, promote); with accept,
+ * dispatch, add, complete and compact it also prints a resolved event's instructions by
+ * owner (the product's transitions, BullMQ's job add, the host's worker); `--keep DIR` copies each case's dump to
  * DIR/<case>.callgrind for `callgrind_annotate --inclusive=yes DIR/ingest.callgrind`.
  */
 import { spawnSync } from "node:child_process";
@@ -75,6 +78,8 @@ const BATCH = 500;
 const INGEST_BATCH = args.number("ingest-batch", BATCH);
 /** events per accept call (--accept-batch 100: a batch request's ingest in `start`) */
 const ACCEPT_BATCH = args.number("accept-batch", 1);
+/** partitions of the accept case's deployment (--partitions P; default 16) */
+const ACCEPT_PARTITIONS = args.number("partitions", 16);
 /** jobs per compaction call (--compact-batch 10: the scheduler's, workers' COMPACT_BATCH) */
 const COMPACT_BATCH = args.number("compact-batch", BATCH);
 /** jobs per add (--add-step N), by the dispatcher's one script call (default) or `--add-bulk` */
@@ -83,7 +88,8 @@ const ADD_BULK = args.flag("add-bulk");
 /** outbox entries per dispatch step (--dispatch-step N; the Dispatcher's default: 50) */
 const DISPATCH_STEP = args.number("dispatch-step", 50);
 const NOTE = "n".repeat(120);
-const ONLY = args.string("only", "");
+/** the cases to run (--only a,b,c; all when absent) */
+const ONLY = args.string("only", "").split(",").filter(Boolean);
 /** the waits of the match case: one type (default), `any-of` (two types), `count-3` */
 const MATCH_SHAPE = args.string("match-shape", "one");
 if (!["one", "any-of", "count-3"].includes(MATCH_SHAPE)) throw new Error("--match-shape one | any-of | count-3");
@@ -114,7 +120,7 @@ const CASES = [
   "promote",
 ] as const;
 type Case = (typeof CASES)[number];
-if (ONLY && !(CASES as readonly string[]).includes(ONLY)) {
+if (ONLY.some((c) => !(CASES as readonly string[]).includes(c))) {
   throw new Error(`--only takes ${CASES.join(", ")}`);
 }
 
@@ -156,7 +162,7 @@ function lastDumpInstructions(inst: RedisServer, name: string): number {
 }
 
 async function measure(name: Case, prepare: (url: string) => Promise<(n: number) => Promise<void>>): Promise<number> {
-  if (ONLY && ONLY !== name) return Number.NaN;
+  if (ONLY.length > 0 && !ONLY.includes(name)) return Number.NaN;
   const inst = await startUnderCallgrind();
   try {
     const run = await prepare(inst.url);
@@ -284,7 +290,7 @@ const dispatch = await measure("dispatch", async (url) => {
  * the zeroing.
  */
 const accept = await measure("accept", async (url) => {
-  const res = benchResources(url, "ra");
+  const res = benchResources(url, "ra", { partitions: ACCEPT_PARTITIONS });
   await deployment(res);
   const events = Array.from({ length: BATCH + EVENTS }, () => event(seq++));
   await registerFor(res, events, WAIT_TIMEOUT_MS || undefined);
@@ -536,3 +542,21 @@ console.log(`retention (one resolved event's records, ingest calls of ${INGEST_B
 console.log(`timeout (one due wait, steps of ${TIMEOUT_STEP}) ${count(timeout)}`);
 console.log(`register (one wait, timeoutMs ${WAIT_TIMEOUT_MS || "none"}) ${count(register)}`);
 console.log(`promote (one parked deadline into the deadline index) ${count(promote)}`);
+
+// A resolved event of `rendezvous start` by who makes Redis do the work: the product's own
+// transitions (the accept, its dispatch step less the job adds, the later compaction),
+// BullMQ's job add (the product runs it), and the host's BullMQ worker taking and completing
+// the job (the complete case less its adds).
+const owners: Array<[string, number]> = [
+  ["the product's transitions (accept + dispatch step's own + compaction)", accept + (dispatch - add) + compact],
+  ["BullMQ's job add (in the product's dispatch step)", add],
+  ["the host's BullMQ worker (take and complete)", complete - add],
+];
+if (owners.every(([, n]) => !Number.isNaN(n))) {
+  const total = owners.reduce((sum, [, n]) => sum + n, 0);
+  console.log(
+    `\na resolved event by owner (accept ${ACCEPT_BATCH} per call, ${ACCEPT_PARTITIONS} partitions): ${count(total)}`,
+  );
+  for (const [who, n] of owners)
+    console.log(`  ${who.padEnd(72)} ${count(n).padStart(9)}  ${((100 * n) / total).toFixed(0)} %`);
+}
