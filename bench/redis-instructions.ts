@@ -555,7 +555,7 @@ const owners: Array<[string, number]> = [
 if (owners.every(([, n]) => !Number.isNaN(n))) {
   const total = owners.reduce((sum, [, n]) => sum + n, 0);
   console.log(
-    `\na resolved event by owner (accept ${ACCEPT_BATCH} per call, ${ACCEPT_PARTITIONS} partitions): ${count(total)}`,
+    `\na resolved event by owner (accept ${ACCEPT_BATCH} per call, ${ACCEPT_PARTITIONS} partitions; compaction in calls of ${COMPACT_BATCH}): ${count(total)}`,
   );
   for (const [who, n] of owners)
     console.log(`  ${who.padEnd(72)} ${count(n).padStart(9)}  ${((100 * n) / total).toFixed(0)} %`);
