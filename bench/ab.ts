@@ -14,7 +14,7 @@
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { parseArgs } from "./lib/args.js";
-import { quantile } from "./lib/stats.js";
+import { median } from "./lib/stats.js";
 import { printTable } from "./lib/table.js";
 
 const args = parseArgs();
@@ -83,12 +83,6 @@ function rowsOf(r: Results): Map<string, number> {
   rows.set("Redis ceiling calls/s", r.ceiling.callsPerSec);
   return rows;
 }
-
-const median = (xs: number[]) =>
-  quantile(
-    [...xs].sort((x, y) => x - y),
-    0.5,
-  );
 
 const runs: Array<{ a: Map<string, number>; b: Map<string, number> }> = [];
 for (let i = 0; i < PAIRS; i++) {

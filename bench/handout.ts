@@ -39,7 +39,7 @@ import { parseArgs } from "./lib/args.js";
 import { measureCeiling, RESOLVE_CEILING } from "./lib/ceiling.js";
 import { startBenchRedis } from "./lib/redis.js";
 import { load } from "./lib/setup.js";
-import { summarize } from "./lib/stats.js";
+import { median } from "./lib/stats.js";
 import { fmt, printTable } from "./lib/table.js";
 
 const args = parseArgs();
@@ -92,7 +92,6 @@ async function measure(units: number, perStep: number, step: () => Promise<unkno
   return [(used.user + used.system) / units, ((performance.now() - t0) * 1000) / units];
 }
 
-const median = (xs: number[]) => summarize(xs).p50;
 const warn = (msg: string) => console.warn(msg);
 
 interface Case {

@@ -18,6 +18,16 @@ export function quantile(sorted: readonly number[], q: number): number {
   return sorted[rank] as number;
 }
 
+/** The median: the middle value, or the mean of the two middle values of an even count. */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const n = sorted.length;
+  if (n === 0) return Number.NaN;
+  return n % 2 === 1
+    ? (sorted[(n - 1) / 2] as number)
+    : ((sorted[n / 2 - 1] as number) + (sorted[n / 2] as number)) / 2;
+}
+
 export function summarize(values: readonly number[]): Summary {
   const sorted = [...values].sort((a, b) => a - b);
   const sum = sorted.reduce((s, v) => s + v, 0);
