@@ -128,6 +128,9 @@ describe("jobs added in one script call", () => {
       noWarning,
     );
     await eventually(() => (seen.size === ids.length ? true : undefined));
+    // (closed here: a running worker's own scripts, its stalled-job check among them, would
+    // count in the next test's script calls)
+    await worker.close();
     for (const id of ids) expect(seen.get(id)).toEqual(job(id).data);
   });
 
