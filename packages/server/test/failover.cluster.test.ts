@@ -190,10 +190,15 @@ describe("Redis Cluster failover with real role processes", () => {
         `longest ingest stall ${stalledMs} ms; cluster healthy again ${healthyAfterMs} ms after the kill; ` +
         `all ${WAITS} waits resolved once and dispatched ${Date.now() - killedAt} ms after it; warn/error log lines per role: ${complaints.join(", ")}`,
     );
+    // every role terminated before any exit is judged: a role left running after a failed
+    // assertion would outlive the cluster (and the test run)
+    const exits = [];
     for (const r of roles) {
       const t = Date.now();
-      const exit = await r.terminate(25_000);
-      expect(exit.code, `exit ${JSON.stringify(exit)} after ${Date.now() - t} ms:\n${r.output().slice(-4000)}`).toBe(0);
+      exits.push({ r, exit: await r.terminate(25_000), ms: Date.now() - t });
+    }
+    for (const { r, exit, ms } of exits) {
+      expect(exit.code, `exit ${JSON.stringify(exit)} after ${ms} ms:\n${r.output().slice(-4000)}`).toBe(0);
     }
   }, 150_000);
 });
