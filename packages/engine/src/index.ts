@@ -175,6 +175,7 @@ export {
   type Feed,
   RESOLUTION_FEED,
 } from "./streams/consumer-loop.js";
+export { createSubscriber, type NodeAddress, NodeSubscriber, type Subscriber } from "./subscriber.js";
 export {
   NO_TRACING,
   type SpanKindName,

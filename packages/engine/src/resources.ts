@@ -5,9 +5,10 @@ import type { Config } from "./config.js";
 import { ListGate } from "./list-gate.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createMetrics, type Metrics } from "./metrics.js";
-import { createBlockingRedis, createRedis, isClusterUrl, type RedisLike } from "./redis.js";
+import { createBlockingRedis, createRedis, isCluster, isClusterUrl, type RedisLike } from "./redis.js";
 import { Directory } from "./registry/directory.js";
 import { Store } from "./store.js";
+import { createSubscriber, type Subscriber } from "./subscriber.js";
 import { NO_TRACING, type Tracing } from "./tracing.js";
 
 export interface Resources {
@@ -46,6 +47,8 @@ export interface Resources {
    * bounded by commandTimeoutMs, or a blocking one (no bound, no retry limit).
    */
   connect(purpose: string, opts?: { blocking?: boolean }): RedisLike;
+  /** Opens a subscribe-only connection (see subscriber.ts), closed by `close()`. */
+  subscriber(purpose: string): Subscriber;
   /** closes every connection opened through this bag */
   close(): Promise<void>;
 }
@@ -83,7 +86,7 @@ export function queuePrefixFor(prefix: string, cluster: boolean): string {
  * that is down or reconnecting is dropped at once: QUIT would wait behind its
  * offline queue through every reconnection attempt.
  */
-async function closeConnection(c: RedisLike): Promise<void> {
+async function closeConnection(c: RedisLike | Subscriber): Promise<void> {
   if (c.status === "end") return;
   if (c.status !== "ready") {
     c.disconnect();
@@ -104,7 +107,7 @@ async function closeConnection(c: RedisLike): Promise<void> {
 export function createResources(opts: ResourceOptions): Resources {
   const prefix = opts.prefix ?? "rdv";
   const cluster = isClusterUrl(opts.redisUrl);
-  const opened: RedisLike[] = [];
+  const opened: Array<RedisLike | Subscriber> = [];
   const logger = opts.logger ?? createLogger();
   const connect = (purpose: string, o: { blocking?: boolean } = {}): RedisLike => {
     const name = `rendezvous:${purpose}`;
@@ -117,6 +120,20 @@ export function createResources(opts: ResourceOptions): Resources {
     return conn;
   };
   const redis = connect("commands");
+  const subscriber = (purpose: string): Subscriber => {
+    const name = `rendezvous:${purpose}`;
+    const conn = createSubscriber(opts.redisUrl, {
+      name,
+      // on a cluster, the nodes the command connection knows now
+      nodes: () =>
+        isCluster(redis)
+          ? redis.nodes("all").map((n) => ({ host: n.options.host ?? "127.0.0.1", port: n.options.port ?? 6379 }))
+          : [],
+    });
+    conn.on("error", (err: Error) => logger.warn({ err: err.message, connection: name }, "redis connection error"));
+    opened.push(conn);
+    return conn;
+  };
   const store = new Store({ redis, config: opts.config, prefix, clock: opts.clock });
   const directory = new Directory(opts.config);
   // a tenant's quotas follow its registry `limits` (docs/api.md, Quotas)
@@ -135,6 +152,7 @@ export function createResources(opts: ResourceOptions): Resources {
     commandTimeoutMs: opts.commandTimeoutMs,
     redis,
     connect,
+    subscriber,
     async close() {
       await Promise.all(opened.splice(0).map(closeConnection));
     },

@@ -139,7 +139,7 @@ export async function serve(kind: ProcessKind, flags: ServeFlags, logger?: Logge
     }
     const registry = await openRegistry({
       redis: res.redis,
-      subscriber: res.connect("registry-subscriber", { blocking: true }),
+      subscriber: res.subscriber("registry-subscriber"),
       prefix: res.prefix,
       config,
       directory: res.directory,

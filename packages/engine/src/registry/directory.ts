@@ -7,7 +7,7 @@
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
-import type { RedisLike } from "../redis.js";
+import type { Subscriber } from "../subscriber.js";
 import type { RegistryStore } from "./registry-store.js";
 import type { SecretKey } from "./secret-key.js";
 import {
@@ -73,7 +73,7 @@ export interface WatchOptions {
   key: SecretKey;
   directory: Directory;
   /** a connection of its own for SUBSCRIBE (closed by the caller's resources) */
-  subscriber: RedisLike;
+  subscriber: Subscriber;
   logger: Logger;
   /** the version served and the reloads @defaultValue none */
   metrics?: Metrics;

@@ -9,6 +9,7 @@ import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { RedisLike } from "../redis.js";
+import type { Subscriber } from "../subscriber.js";
 import type { Directory } from "./directory.js";
 import { RegistryWatch } from "./directory.js";
 import { RegistryStore } from "./registry-store.js";
@@ -18,7 +19,7 @@ import { describeChange, planSeed } from "./seed.js";
 export interface OpenRegistryOptions {
   redis: RedisLike;
   /** a connection of its own for SUBSCRIBE */
-  subscriber: RedisLike;
+  subscriber: Subscriber;
   prefix: string;
   config: Config;
   directory: Directory;
