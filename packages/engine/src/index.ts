@@ -77,6 +77,7 @@ export { createMetrics, type Metrics, UNKNOWN_TENANT } from "./metrics.js";
 export { MAX_REST_MS, Pacer } from "./pacer.js";
 export {
   type CountDelta,
+  type CountDrift,
   type CountQuota,
   type LimitsSource,
   type QuotaRefusal,
@@ -84,7 +85,6 @@ export {
   Quotas,
   quotaError,
   type RateQuota,
-  type TenantUsage,
 } from "./quotas.js";
 export type { PartitionBacklog } from "./reads/backlog.js";
 export { listWaitsOfTenants, type RecentRejection, type TenantWaitCounts } from "./reads/console-reads.js";
@@ -92,6 +92,7 @@ export type { DeadlineScan, ScanOptions } from "./reads/deadlines.js";
 export { listWaits, type WaitFilter, type WaitPage } from "./reads/list-waits.js";
 export { ensurePartitionCount } from "./reads/meta.js";
 export { PartitionReader } from "./reads/partition-reader.js";
+export type { TenantUsage } from "./reads/quota-counts.js";
 export type { ReaderSource } from "./reads/source.js";
 export {
   COMMAND_TIMED_OUT,

@@ -4,8 +4,9 @@
  *
  * - the counts (hash: `w` waiting waits, `b` buffered events), updated beside the
  *   transitions (`note`, a second step after the transition's own script: one slot per
- *   script) and set again from the wait indexes and the inbox by `recount`, which the
- *   scheduler runs over the tenants in rounds;
+ *   script), set from the wait indexes and the inbox (reads/quota-counts.ts) by `recount`
+ *   when a process starts keeping them (`sync`), and set right by the scheduler's rounds
+ *   (`drift`, then `adjust` of a difference two looks in a row agree on: QuotaRecount);
  * - the rate limiters (GCRA, lua/takeQuota-1.lua; fields of the same hash), taken from
  *   before a request is served.
  *
@@ -18,12 +19,10 @@
  * `config.tenants`), else the file's top-level defaults.
  */
 import { RendezvousError } from "@rendezvous/protocol";
-import type { ChainableCommander } from "ioredis";
 import { type BatchCommand, execBatch } from "./batch.js";
 import type { Config, QuotasConfig, TenantQuotas } from "./config.js";
-import { encodeParts } from "./encoding.js";
-import { extraMembersField, indexKey, legacyIndexKey } from "./formats/index-members.js";
 import type { KeyLayout } from "./keys.js";
+import { countCommands, sumCounts, type TenantUsage } from "./reads/quota-counts.js";
 import type { RedisLike } from "./redis.js";
 import { asReply, Code } from "./transitions/replies.js";
 import { keyedCall, runScript } from "./transitions/run.js";
@@ -59,10 +58,10 @@ export interface CountDelta {
 
 const FIELD: Record<CountQuota, "w" | "b"> = { waitingWaits: "w", bufferedEvents: "b" };
 
-/** The counts of a tenant as its counters hold them. */
-export interface TenantUsage {
-  waitingWaits: number;
-  bufferedEvents: number;
+/** A tenant's counters against its indexes (Quotas.drift): what to add to each, which to remove. */
+export interface CountDrift {
+  off: Partial<Record<"w" | "b", number>>;
+  stray: Array<"w" | "b">;
 }
 
 /** The refusal as the API answers it (docs/api.md, Quotas). */
@@ -320,50 +319,61 @@ export class Quotas {
   }
 
   /**
+   * What the recount would change, without changing it (one round trip): per tenant, each
+   * kept counter's difference from what the indexes and the inbox hold (`off`: to add to
+   * the counter, absent when right; a kept counter that is absent is off by the whole
+   * count) and the counters kept no longer (`stray`). Tenants with nothing to change are
+   * left out. A difference can be a transition whose count update is still in flight (it
+   * has committed, its HINCRBY has not landed): QuotaRecount (the scheduler's) adds one
+   * only when two looks in a row find the same, so such an update is not counted twice.
+   */
+  async drift(tenants: readonly string[]): Promise<Map<string, CountDrift>> {
+    const commands = countCommands(this.keys, tenants);
+    const at = commands.length;
+    for (const t of tenants) {
+      const key = this.keys.tenantQuota(t).counts;
+      commands.push({ key, add: (pl) => pl.hmget(key, "w", "b") });
+    }
+    const replies = await execBatch(this.redis, commands);
+    const counts = sumCounts(this.keys, tenants, replies);
+    const drifts = new Map<string, CountDrift>();
+    tenants.forEach((tenant, i) => {
+      const [err, held] = replies[at + i] ?? [null, [null, null]];
+      if (err) throw err;
+      const [w, b] = held as Array<string | null>;
+      const c = counts.get(tenant) as TenantUsage;
+      const kept = keptFields(this.limits(tenant));
+      const drift: CountDrift = { off: {}, stray: [] };
+      for (const [f, value, counted] of [
+        ["w", w, c.waitingWaits],
+        ["b", b, c.bufferedEvents],
+      ] as const) {
+        if (!kept.includes(f)) {
+          if (value !== null) drift.stray.push(f);
+        } else if (value === null || Number(value) !== counted) drift.off[f] = counted - Number(value ?? 0);
+      }
+      if (drift.stray.length > 0 || Object.keys(drift.off).length > 0) drifts.set(tenant, drift);
+    });
+    return drifts;
+  }
+
+  /** Adds each tenant's `off` to its counters and removes its `stray` ones (one round trip). */
+  async adjust(drifts: ReadonlyMap<string, CountDrift>): Promise<void> {
+    const commands: BatchCommand[] = [];
+    for (const [tenant, d] of drifts) {
+      const key = this.keys.tenantQuota(tenant).counts;
+      for (const [f, by] of Object.entries(d.off)) commands.push({ key, add: (pl) => pl.hincrby(key, f, by) });
+      if (d.stray.length > 0) commands.push({ key, add: (pl) => pl.hdel(key, ...d.stray) });
+    }
+    const failed = (await execBatch(this.redis, commands)).find(([err]) => err);
+    if (failed) throw failed[0];
+  }
+
+  /**
    * The tenants' waiting waits and buffered events counted from the indexes (one round
    * trip): an any-of wait counts once (its extra members' count is subtracted).
    */
   async count(tenants: readonly string[]): Promise<Map<string, TenantUsage>> {
-    const k = this.keys;
-    const commands: BatchCommand[] = [];
-    for (const tenant of tenants) {
-      const current = indexKey(tenant);
-      const legacy = legacyIndexKey(tenant);
-      const inbox = encodeParts(tenant);
-      for (const p of k.allPartitions()) {
-        const keys = k.partition(p);
-        const count = (key: string, prefix: string) => ({
-          key,
-          add: (pl: ChainableCommander) => pl.zlexcount(key, `[${prefix}`, `(${prefix}\xff`),
-        });
-        const extra = extraMembersField("w", tenant);
-        commands.push(count(keys.waiting, current), count(keys.inbox, inbox), {
-          key: keys.waits,
-          add: (pl: ChainableCommander) => pl.hget(keys.waits, extra),
-        });
-        if (k.legacyIndex) commands.push(count(keys.waiting, legacy));
-      }
-    }
-    const replies = await execBatch(this.redis, commands);
-    const step = k.legacyIndex ? 4 : 3;
-    const per = k.partitions * step;
-    const counts = new Map<string, TenantUsage>();
-    tenants.forEach((tenant, t) => {
-      let waiting = 0;
-      let buffered = 0;
-      for (let i = 0; i < per; i++) {
-        const [err, n] = replies[t * per + i] ?? [null, 0];
-        if (err) throw err;
-        // per partition: current waiting, inbox, any-of waits' extra waiting members
-        // (members, not waits), then (legacy deployments) legacy waiting
-        const at = i % step;
-        if (at === 1) buffered += Number(n);
-        else if (at === 2) waiting -= Number(n ?? 0);
-        else waiting += Number(n);
-      }
-      waiting = Math.max(0, waiting);
-      counts.set(tenant, { waitingWaits: waiting, bufferedEvents: buffered });
-    });
-    return counts;
+    return sumCounts(this.keys, tenants, await execBatch(this.redis, countCommands(this.keys, tenants)));
   }
 }

@@ -5,10 +5,10 @@
  * as it took, at most EXPIRE_ROUNDS rounds over the partitions, a partition leaving the
  * rounds once it has nothing more to remove, no step started after the run's time budget
  * (UPKEEP_BUDGET_MS). The Scheduler runs it at the end of each sweep; what one run leaves,
- * the next takes. It recounts the tenants' quota counts too (QuotaRecount), in rounds, and
+ * the next takes. It sets the tenants' quota counts right too (QuotaRecount), in rounds, and
  * compacts completed continuation jobs (Compaction).
  */
-import { compactContinuations, Pacer, type RedisLike, type Store } from "@rendezvous/engine";
+import { type CountDrift, compactContinuations, Pacer, type RedisLike, type Store } from "@rendezvous/engine";
 
 /**
  * Expiry entries per call, and rounds per run (2,000 entries per partition). A call holds
@@ -73,30 +73,58 @@ export const RECOUNT_PER_STEP = 200;
 
 /**
  * The quota counts (engine/src/quotas.ts) are updated beside the transitions; this sets
- * them again from the wait indexes and the inbox, a round over the tenants with a count
+ * them right from the wait indexes and the inbox, a round over the tenants with a count
  * quota at most every `recountMs`, RECOUNT_PER_STEP tenants per step. The tenants are the
  * registry's (the scheduler passes `config.tenants`, which the registry view replaces),
  * and which of them have a count quota is asked at each step, so a quota set through the
  * admin API is covered from the next round.
+ *
+ * A counter found off is not set at once: the difference may be a transition that has
+ * committed while its count update is still in flight (setting the count then would count
+ * that transition twice once the update lands). It is looked at again at the next step
+ * (the next sweep) and adjusted by the difference only when that look finds the same one:
+ * a count left off by a crash or a failed update stays off by the same amount, an update
+ * in flight has landed by then. A counter kept no longer is removed at once.
  */
 export class QuotaRecount {
   #cursor = 0;
   #roundStarted = Number.NEGATIVE_INFINITY;
+  /** tenants whose counters the last look found off, and by how much */
+  #suspects = new Map<string, CountDrift["off"]>();
 
-  /** One step: recounts the next tenants of the round when one is due; how many it recounted. */
+  /** One step: looks at the next tenants of the round when one is due and at those found off at the last step; how many of the round it looked at. */
   async step(store: Store, tenants: readonly string[], recountMs: number, now = Date.now()): Promise<number> {
     const counted = store.quotas.counted(tenants);
-    if (counted.length === 0) return 0;
-    if (this.#cursor === 0) {
-      if (now - this.#roundStarted < recountMs) return 0;
-      this.#roundStarted = now;
+    let slice: string[] = [];
+    if (counted.length > 0 && (this.#cursor > 0 || now - this.#roundStarted >= recountMs)) {
+      if (this.#cursor === 0) this.#roundStarted = now;
+      slice = counted.slice(this.#cursor, this.#cursor + RECOUNT_PER_STEP);
+      this.#cursor += slice.length;
+      if (this.#cursor >= counted.length) this.#cursor = 0;
     }
-    const slice = counted.slice(this.#cursor, this.#cursor + RECOUNT_PER_STEP);
-    this.#cursor += slice.length;
-    if (this.#cursor >= counted.length) this.#cursor = 0;
-    await store.quotas.recount(slice);
+    const keep = new Set(counted);
+    const again = [...this.#suspects.keys()].filter((t) => keep.has(t) && !slice.includes(t));
+    if (slice.length + again.length === 0) {
+      this.#suspects.clear();
+      return 0;
+    }
+    const drifts = await store.quotas.drift([...slice, ...again]);
+    const fixes = new Map<string, CountDrift>();
+    const suspects = new Map<string, CountDrift["off"]>();
+    for (const [tenant, d] of drifts) {
+      const seen = this.#suspects.get(tenant);
+      const confirmed = seen !== undefined && sameOff(seen, d.off);
+      if (!confirmed && Object.keys(d.off).length > 0) suspects.set(tenant, d.off);
+      if (confirmed || d.stray.length > 0) fixes.set(tenant, { off: confirmed ? d.off : {}, stray: d.stray });
+    }
+    this.#suspects = suspects;
+    await store.quotas.adjust(fixes);
     return slice.length;
   }
+}
+
+function sameOff(a: CountDrift["off"], b: CountDrift["off"]): boolean {
+  return a.w === b.w && a.b === b.b;
 }
 
 /**
