@@ -92,7 +92,10 @@ export class QuotaRecount {
   /** tenants whose counters the last look found off, and by how much */
   #suspects = new Map<string, CountDrift["off"]>();
 
-  /** One step: looks at the next tenants of the round when one is due and at those found off at the last step; how many of the round it looked at. */
+  /**
+   * One step: looks at the next tenants of the round when one is due, and again at those
+   * the last step found off; how many of the round it looked at.
+   */
   async step(store: Store, tenants: readonly string[], recountMs: number, now = Date.now()): Promise<number> {
     const counted = store.quotas.counted(tenants);
     let slice: string[] = [];
@@ -103,7 +106,8 @@ export class QuotaRecount {
       if (this.#cursor >= counted.length) this.#cursor = 0;
     }
     const keep = new Set(counted);
-    const again = [...this.#suspects.keys()].filter((t) => keep.has(t) && !slice.includes(t));
+    const inSlice = new Set(slice);
+    const again = [...this.#suspects.keys()].filter((t) => keep.has(t) && !inSlice.has(t));
     if (slice.length + again.length === 0) {
       this.#suspects.clear();
       return 0;
