@@ -12,6 +12,14 @@ export function encodeParts(...parts: string[]): string {
   return out;
 }
 
+/**
+ * The lexical range (ZRANGEBYLEX / ZLEXCOUNT min, max) of the members that start with
+ * `prefix`: from "[<prefix>" to "(<prefix>\xff" (an encoding's bytes never reach 0xff).
+ */
+export function prefixRange(prefix: string): [string, string] {
+  return [`[${prefix}`, `(${prefix}\xff`];
+}
+
 /** UTF-8 byte length; ASCII (the common case) without a Buffer call. */
 function byteLength(value: string): number {
   for (let i = 0; i < value.length; i++) {

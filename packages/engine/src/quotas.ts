@@ -281,7 +281,7 @@ export class Quotas {
     return run;
   }
 
-  /** Tenants with a count quota (whose counters are kept): the ones `recount` needs. */
+  /** Tenants with a count quota (whose counters are kept): the ones the recount looks at. */
   counted(tenants: readonly string[]): string[] {
     return tenants.filter((t) => {
       const l = this.limits(t);
@@ -290,31 +290,16 @@ export class Quotas {
   }
 
   /**
-   * Counts the tenants' waiting waits (their ranges of every waiting index, both layouts)
-   * and buffered events (their ranges of every inbox) and sets the counters they keep
-   * (those of their count quotas) to them.
-   * Not atomic with the transitions (other slots): a change made between the count and
-   * the set is lost or doubled until the next recount. Two round trips.
+   * Counts the tenants' waiting waits and buffered events from the indexes and the inboxes
+   * and sets the counters they keep (those of their count quotas) to them at once, adding
+   * the difference from what each held at the count (an update landing meanwhile is kept);
+   * the counters kept no longer are removed. A transition whose count update is in flight
+   * at the count is counted twice until the scheduler's looks (`drift`) set it right. Two
+   * round trips.
    */
   async recount(tenants: readonly string[]): Promise<Map<string, TenantUsage>> {
-    const counts = await this.count(tenants);
-    const sets: BatchCommand[] = [];
-    for (const [tenant, c] of counts) {
-      const key = this.keys.tenantQuota(tenant).counts;
-      // only the counts kept, the others removed (a count not kept goes stale: sync tells a
-      // kept one by its presence)
-      const kept = keptFields(this.limits(tenant));
-      const values = { w: c.waitingWaits, b: c.bufferedEvents };
-      const fields = [...kept].flatMap((f) => [f, values[f as "w" | "b"]]);
-      const dropped = (["w", "b"] as const).filter((f) => !kept.includes(f));
-      if (fields.length > 0) sets.push({ key, add: (pl) => pl.hset(key, ...fields) });
-      if (dropped.length > 0) sets.push({ key, add: (pl) => pl.hdel(key, ...dropped) });
-    }
-    if (sets.length > 0) {
-      const done = await execBatch(this.redis, sets);
-      const failed = done.find(([err]) => err);
-      if (failed) throw failed[0];
-    }
+    const { counts, drifts } = await this.#look(tenants);
+    await this.adjust(drifts);
     return counts;
   }
 
@@ -328,6 +313,13 @@ export class Quotas {
    * only when two looks in a row find the same, so such an update is not counted twice.
    */
   async drift(tenants: readonly string[]): Promise<Map<string, CountDrift>> {
+    return (await this.#look(tenants)).drifts;
+  }
+
+  /** The tenants' counts and their counters' drifts from them (one round trip). */
+  async #look(
+    tenants: readonly string[],
+  ): Promise<{ counts: Map<string, TenantUsage>; drifts: Map<string, CountDrift> }> {
     const commands = countCommands(this.keys, tenants);
     const at = commands.length;
     for (const t of tenants) {
@@ -354,7 +346,7 @@ export class Quotas {
       }
       if (drift.stray.length > 0 || Object.keys(drift.off).length > 0) drifts.set(tenant, drift);
     });
-    return drifts;
+    return { counts, drifts };
   }
 
   /** Adds each tenant's `off` to its counters and removes its `stray` ones (one round trip). */

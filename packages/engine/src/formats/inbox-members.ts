@@ -5,7 +5,7 @@
  * order stream order within a match key; encoded parts are prefix-free, so a range
  * from "[<prefix>" to "(<prefix>\xff" holds exactly the members under an encoded prefix.
  */
-import { afterParts, decodeParts, encodeParts } from "../encoding.js";
+import { afterParts, decodeParts, encodeParts, prefixRange } from "../encoding.js";
 
 /** Characters of a padded stream id. */
 const PADDED_ID_LENGTH = 26;
@@ -26,8 +26,7 @@ export interface InboxMember {
 
 /** The lexical range (ZRANGEBYLEX min, max) of a tenant's buffered events. */
 export function inboxTenantRange(tenant: string): [string, string] {
-  const prefix = encodeParts(tenant);
-  return [`[${prefix}`, `(${prefix}\xff`];
+  return prefixRange(encodeParts(tenant));
 }
 
 /** The parts of an inbox member. */

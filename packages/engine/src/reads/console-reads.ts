@@ -7,7 +7,7 @@
  */
 import type { ChainableCommander } from "ioredis";
 import { type BatchCommand, execBatch } from "../batch.js";
-import { decodeParts, encodeParts } from "../encoding.js";
+import { decodeParts, encodeParts, prefixRange } from "../encoding.js";
 import { extraMembersField, indexKey, legacyIndexKey } from "../formats/index-members.js";
 import { iso } from "../formats/iso.js";
 import type { ListLease } from "../list-gate.js";
@@ -52,7 +52,7 @@ export async function countWaits(src: ReaderSource, tenants: string[]): Promise<
         ...prefixes.flatMap((prefix) =>
           [keys.waiting, keys.done].map((key) => ({
             key,
-            add: (pl: ChainableCommander) => pl.zlexcount(key, `[${prefix}`, `(${prefix}\xff`),
+            add: (pl: ChainableCommander) => pl.zlexcount(key, ...prefixRange(prefix)),
           })),
         ),
         { key: keys.waits, add: (pl: ChainableCommander) => pl.hmget(keys.waits, ...extra) },

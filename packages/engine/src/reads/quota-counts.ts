@@ -8,7 +8,8 @@
  */
 import type { ChainableCommander } from "ioredis";
 import type { BatchCommand, BatchReply } from "../batch.js";
-import { encodeParts } from "../encoding.js";
+import { prefixRange } from "../encoding.js";
+import { inboxTenantRange } from "../formats/inbox-members.js";
 import { extraMembersField, indexKey, legacyIndexKey } from "../formats/index-members.js";
 import type { KeyLayout } from "../keys.js";
 
@@ -22,15 +23,15 @@ export interface TenantUsage {
 export function countCommands(k: KeyLayout, tenants: readonly string[]): BatchCommand[] {
   const commands: BatchCommand[] = [];
   for (const tenant of tenants) {
-    const current = indexKey(tenant);
-    const legacy = legacyIndexKey(tenant);
-    const inbox = encodeParts(tenant);
+    const current = prefixRange(indexKey(tenant));
+    const legacy = prefixRange(legacyIndexKey(tenant));
+    const inbox = inboxTenantRange(tenant);
     const extra = extraMembersField("w", tenant);
     for (const p of k.allPartitions()) {
       const keys = k.partition(p);
-      const count = (key: string, prefix: string) => ({
+      const count = (key: string, [min, max]: [string, string]) => ({
         key,
-        add: (pl: ChainableCommander) => pl.zlexcount(key, `[${prefix}`, `(${prefix}\xff`),
+        add: (pl: ChainableCommander) => pl.zlexcount(key, min, max),
       });
       commands.push(count(keys.waiting, current), count(keys.inbox, inbox), {
         key: keys.waits,
