@@ -26,6 +26,8 @@ export interface Metrics {
   readonly outboxHandoffs: Counter;
   /** events matched in the append that accepted them (acceptEvents: `rendezvous start`) */
   readonly acceptMatches: Counter;
+  /** continuation jobs added in the script that resolved their waits (ingestDispatchEvents: `rendezvous start`) */
+  readonly acceptContinuations: Counter;
   /** requests refused by a quota (docs/api.md, Quotas), by quota and tenant (an authenticated, configured one) */
   readonly quotaRefusals: Counter<"quota" | "tenant">;
   /** the registry version this process serves (0 before it has read one) */
@@ -96,6 +98,11 @@ export function createMetrics(registry: Registry = new Registry()): Metrics {
     acceptMatches: new Counter({
       name: "rendezvous_accept_matches_total",
       help: "Events matched in the script that appended them, the matcher's read not woken for them",
+      ...on,
+    }),
+    acceptContinuations: new Counter({
+      name: "rendezvous_accept_continuations_total",
+      help: "Continuation jobs added in the script that resolved their waits, no dispatcher step between them",
       ...on,
     }),
     quotaRefusals: new Counter({

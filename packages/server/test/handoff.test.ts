@@ -1,9 +1,10 @@
 /**
  * The chain in one process (docs/architecture.md): `rendezvous start` matches each event
- * in the append that accepted it (rendezvous_accept_matches_total) and hands the match's
- * outbox entries straight to its dispatcher (rendezvous_outbox_handoffs_total counts
- * them), and does neither when a failpoint is armed, whose point stays where docs/api.md puts
- * it; the continuation is dispatched once either way.
+ * in the append that accepted it (rendezvous_accept_matches_total) and adds the continuation
+ * jobs of the waits it resolves in the same step (rendezvous_accept_continuations_total),
+ * leaving the dispatcher nothing to hand out (rendezvous_outbox_handoffs_total), and does
+ * none of it when a failpoint is armed, whose point stays where docs/api.md puts it; the
+ * continuation is dispatched once either way.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { bearer, client, producerKey, request, type Started, startServer, until } from "./e2e-helpers.js";
@@ -22,10 +23,13 @@ const counter = (text: string, name: string): number => {
 };
 
 /**
- * Resolves `n` waits through the API; the values of rendezvous_outbox_handoffs_total and
- * rendezvous_accept_matches_total after.
+ * Resolves `n` waits through the API; the values of rendezvous_outbox_handoffs_total,
+ * rendezvous_accept_matches_total and rendezvous_accept_continuations_total after.
  */
-async function resolveAndCount(server: Started, n: number): Promise<{ handoffs: number; acceptMatches: number }> {
+async function resolveAndCount(
+  server: Started,
+  n: number,
+): Promise<{ handoffs: number; acceptMatches: number; acceptContinuations: number }> {
   const host = client(server.url, bearer(HOST_KEY));
   const producer = client(server.url, producerKey("acme/billing", PRODUCER_KEY));
   for (let i = 0; i < n; i++) {
@@ -50,6 +54,7 @@ async function resolveAndCount(server: Started, n: number): Promise<{ handoffs: 
   return {
     handoffs: counter(metrics.text, "rendezvous_outbox_handoffs_total"),
     acceptMatches: counter(metrics.text, "rendezvous_accept_matches_total"),
+    acceptContinuations: counter(metrics.text, "rendezvous_accept_continuations_total"),
   };
 }
 
@@ -60,14 +65,14 @@ describe("rendezvous start: the match hands its resolutions to the dispatcher of
     server = undefined;
   });
 
-  it("matches each event in the append that accepted it and takes the handoff for each resolution", async () => {
+  it("matches each event in the append that accepted it and adds each resolution's job there", async () => {
     server = await startServer({ config: CONFIG });
-    expect(await resolveAndCount(server, 3)).toEqual({ handoffs: 3, acceptMatches: 3 });
+    expect(await resolveAndCount(server, 3)).toEqual({ handoffs: 0, acceptMatches: 3, acceptContinuations: 3 });
   }, 60_000);
 
   it("leaves the match to the matcher and reads the outbox instead when a failpoint is armed", async () => {
     // (armed, never reached: no timeout fires in this test)
     server = await startServer({ config: CONFIG, env: { RENDEZVOUS_FAILPOINTS: "scheduler.after-timeout=crash" } });
-    expect(await resolveAndCount(server, 2)).toEqual({ handoffs: 0, acceptMatches: 0 });
+    expect(await resolveAndCount(server, 2)).toEqual({ handoffs: 0, acceptMatches: 0, acceptContinuations: 0 });
   }, 60_000);
 });

@@ -20,6 +20,7 @@
  * (`rendezvous.dispatch`, child of that context) and carries the span's context instead.
  */
 import {
+  type AcceptJobs,
   ConsumerLoop,
   DISPATCHER_GROUP,
   failpoint,
@@ -36,6 +37,7 @@ import {
 } from "@rendezvous/engine";
 import { continuationQueueName } from "@rendezvous/protocol";
 import { Queue } from "bullmq";
+import { acceptJobsOf } from "./accept-jobs.js";
 import {
   continuationJobs,
   dispatchedEntries,
@@ -105,6 +107,8 @@ export class Dispatcher {
   /** this dispatcher's consumer, for the matcher of its process (see `handoff`) */
   readonly #handoff: Handoff;
   #unfollow: (() => void) | undefined;
+  /** by queue: the accept's AcceptJobs, null while collected or where bullmq is not as expected */
+  readonly #acceptJobs = new Map<string, AcceptJobs | null>();
 
   constructor(res: Resources, opts: DispatcherOptions = {}) {
     this.#res = res;
@@ -161,6 +165,8 @@ export class Dispatcher {
 
   async start(): Promise<void> {
     this.#webhooks.start();
+    // the accept's job arguments of the configured tenants collected now, before their first events
+    for (const tenant of Object.keys(this.#res.config.tenants)) this.jobsFor(tenant);
     // a webhook added at run time (the registry) starts the deliveries then
     this.#unfollow = this.#res.directory.onChange(() => this.#webhooks.start());
     await this.loop.start();
@@ -182,6 +188,33 @@ export class Dispatcher {
    */
   get handoff(): Handoff | undefined {
     return this.#busy > 0 || this.#stopped ? undefined : this.#handoff;
+  }
+
+  /**
+   * The queue on which the accept of this process adds the continuation jobs of `tenant`'s
+   * waits itself, in the step that resolves them (docs/architecture.md, "Continuations added
+   * in the accept"): where a step in one call would be taken (a single Redis, no dispatcher
+   * failpoint armed), not tracing, and every continuation of the tenant goes to its own
+   * queue (no webhook, no continuation groups: looked up on each call, tenants change at
+   * run time). Undefined otherwise, and until the queue's arguments are collected (the
+   * first call asks for them).
+   */
+  jobsFor(tenant: string): AcceptJobs | undefined {
+    const t = this.#res.config.tenants[tenant];
+    if (!this.#oneCall || this.#res.tracing.enabled || t?.webhook) return undefined;
+    if (t?.continuationGroups && Object.keys(t.continuationGroups).length > 0) return undefined;
+    const name = continuationQueueName(tenant);
+    const known = this.#acceptJobs.get(name);
+    if (known !== undefined) return known ?? undefined;
+    this.#acceptJobs.set(name, null);
+    const warn = (msg: string) => this.#res.logger.warn({ queue: name }, msg);
+    acceptJobsOf(this.queue(name), tenant, this.#res.config.continuationRetentionMs, warn).then(
+      (jobs) => {
+        if (jobs) this.#acceptJobs.set(name, jobs);
+      },
+      (err: unknown) => this.#res.logger.warn({ err, queue: name }, "continuation jobs added by the dispatcher only"),
+    );
+    return undefined;
   }
 
   /**

@@ -38,18 +38,26 @@ function telemetryOf(trace: TraceCarrier | undefined): { telemetry?: { metadata:
   return trace ? { telemetry: { metadata: bullmqTelemetryMetadata(trace) } } : {};
 }
 
+/** The name of every continuation job. */
+export const CONTINUATION_JOB = "continuation";
+
+/** A continuation job's options (job id = wait id), kept `retentionMs` once completed. */
+export function continuationJobOpts(waitId: string, retentionMs: number, trace?: TraceCarrier): JobToAdd["opts"] {
+  return {
+    jobId: waitId,
+    // kept for continuationRetentionMs (a day by default); compacted by the scheduler meanwhile
+    removeOnComplete: { age: Math.ceil(retentionMs / 1000) },
+    removeOnFail: { age: 7 * DAY_S },
+    ...telemetryOf(trace),
+  };
+}
+
 /** The continuation jobs of handouts (docs/api.md, Continuations), kept `retentionMs` once completed. */
 export function continuationJobs(list: readonly Handout[], retentionMs: number): JobToAdd[] {
   return list.map(({ wait, trace }) => ({
-    name: "continuation",
+    name: CONTINUATION_JOB,
     data: wait,
-    opts: {
-      jobId: wait.id,
-      // kept for continuationRetentionMs (a day by default); compacted by the scheduler meanwhile
-      removeOnComplete: { age: Math.ceil(retentionMs / 1000) },
-      removeOnFail: { age: 7 * DAY_S },
-      ...telemetryOf(trace),
-    },
+    opts: continuationJobOpts(wait.id, retentionMs, trace),
   }));
 }
 

@@ -39,7 +39,7 @@ const ARGS = 3;
 const COMMAND = "addStandardJob";
 
 /** BullMQ's addStandardJob, its text unchanged, as the Lua function `addOne(KEYS, ARGV)`. */
-const ADD_ONE = `local function addOne(KEYS, ARGV)
+export const ADD_ONE = `local function addOne(KEYS, ARGV)
 ${addStandardJob?.content}
 end`;
 
@@ -101,7 +101,7 @@ class NotStandard extends Error {}
  * The calls Job.addJob queues on a transaction, collected: the keys (the queue's, the same
  * for every job) and each job's arguments. Anything but addStandardJob is not collected.
  */
-class Collector {
+export class Collector {
   keys: string[] | undefined;
   readonly args: ArgValue[] = [];
 
@@ -125,7 +125,11 @@ function bullmqAdd(queue: Queue, jobs: JobToAdd[]): Promise<unknown> {
 }
 
 /** The arguments BullMQ builds for `jobs`, collected; undefined (with a warning, once) where bullmq is not as expected. */
-async function collect(queue: Queue, jobs: JobToAdd[], warn: (msg: string) => void): Promise<Collector | undefined> {
+export async function collect(
+  queue: Queue,
+  jobs: JobToAdd[],
+  warn: (msg: string) => void,
+): Promise<Collector | undefined> {
   const collector = new Collector();
   try {
     if (!addMany) throw new NotStandard("no addStandardJob script");

@@ -11,6 +11,7 @@
  * In a process that does not trace the event's context goes on as it came.
  */
 import {
+  type AcceptJobs,
   type AcceptMatcher,
   ConsumerLoop,
   decodeParts,
@@ -43,6 +44,8 @@ export interface MatcherOptions {
   dispatcher?: {
     readonly handoff: Handoff | undefined;
     take(partition: number, entries: StreamEntry[]): Promise<void>;
+    /** the queue on which the accept adds the jobs of `tenant`'s waits itself (Dispatcher.jobsFor) */
+    jobsFor?(tenant: string): AcceptJobs | undefined;
   };
 }
 
@@ -157,9 +160,14 @@ export class Matcher {
     return {
       matchers: { group: MATCHER_GROUP, consumer: this.loop.consumer },
       handoff: () => dispatcher.handoff,
-      accepted: (partition, events, results, handed) => {
+      jobs: (tenant) => dispatcher.jobsFor?.(tenant),
+      accepted: (partition, events, results, handed, dispatched) => {
         // (at the next turn: the API's 202 goes out first, docs/architecture.md)
         if (handed) setImmediate(() => void dispatcher.take(partition, handed));
+        if (dispatched > 0) {
+          this.#res.metrics.continuationsDispatched.inc({ channel: "queue" }, dispatched);
+          this.#res.metrics.acceptContinuations.inc(dispatched);
+        }
         this.#res.metrics.acceptMatches.inc(results.length);
         this.#noteResults(events, results);
       },

@@ -11,8 +11,11 @@
 
 -- Appends and matches with acceptEvents' ARGV[1..9] as `a` (a[1] keepMs ... a[9]
 -- matchUpTo), its events `rows` (a[3] unpacked: unpackRows(a[3], 2)) and its traces
--- argument `traceArg` (nil: none). Returns the script's reply.
-local function acceptRows(keys, a, rows, traceArg)
+-- argument `traceArg` (nil: none). `jobs` (nil: none) adds the continuation jobs of the
+-- entries handed over (ingestDispatchEvents: jobs.add is continuation-jobs.lua's
+-- addContinuationJobs, given by the script so that no other includes it). Returns the
+-- script's reply.
+local function acceptRows(keys, a, rows, traceArg, jobs)
   -- caught up before this call: no entry after the group's last delivered one, none pending
   local group, consumer = groupAndConsumer(a[7])
   -- (the group's lag when Redis knows it, else a look past its last-delivered id)
@@ -59,7 +62,10 @@ local function acceptRows(keys, a, rows, traceArg)
 
   if a[8] ~= "" and settled > 0 then
     local handed = deliverTo(keys.outbox, a[8], tostring(settled))
-    if handed then
+    if handed and jobs then
+      local left, added = jobs.add(keys.waits, keys.outbox, groupAndConsumer(a[8]), handed, jobs, now)
+      return { sid, codes, existing, matches, left or {}, added }
+    elseif handed then
       return { sid, codes, existing, matches, handed }
     end
   end

@@ -42,8 +42,10 @@ import {
 } from "../transitions/appendEvents.js";
 import { dedupEventsCall, dedupEventsCodes } from "../transitions/dedupEvents.js";
 import {
+  type AcceptJobs,
   claimAppendEventsCall,
   claimAppendEventsResult,
+  ingestDispatchEventsCall,
   ingestEventsCall,
   ingestEventsResult,
 } from "../transitions/ingestEvents.js";
@@ -76,8 +78,22 @@ export interface AcceptMatcher {
   readonly matchers: Handoff;
   /** the dispatcher consumer to deliver the new outbox entries to, when it takes them now */
   handoff(): Handoff | undefined;
-  /** after a call matched: its events in entry order, their results, the outbox entries handed over */
-  accepted(partition: number, events: StreamEvent[], results: MatchResult[], handed: StreamEntry[] | undefined): void;
+  /**
+   * the queue on which the calls that hand entries over add the continuation jobs of the
+   * tenant's waits themselves (ingestDispatchEvents); none: the dispatcher adds them
+   */
+  jobs?(tenant: string): AcceptJobs | undefined;
+  /**
+   * after a call matched: its events in entry order, their results, the outbox entries
+   * handed over (less those whose jobs it added), the number of jobs it added
+   */
+  accepted(
+    partition: number,
+    events: StreamEvent[],
+    results: MatchResult[],
+    handed: StreamEntry[] | undefined,
+    dispatched: number,
+  ): void;
 }
 
 /** Most refusals kept per match key. */
@@ -136,6 +152,7 @@ export class IngestSystem {
     const prefix = eventRecordPrefix(producer);
     const matcher = this.matcher;
     const handoff = matcher?.handoff();
+    const jobs = handoff && matcher?.jobs?.(tenant);
     // the calls that matched what they appended, with their members (in call order)
     const matchedCalls: Array<{ call: Accepted; members: number[] }> = [];
     const appendArgs = (members: number[]): AppendEventsArgs => {
@@ -182,10 +199,14 @@ export class IngestSystem {
         const one = await this.ctx.perPartition<Appended | undefined>(
           all,
           matchPartitionOf,
-          (k, members) =>
-            matcher
-              ? ingestEventsCall(k, { ...acceptArgs(k, members), ...claimsOf(members) })
-              : claimAppendEventsCall(k, { ...appendArgs(members), ...claimsOf(members) }),
+          (k, members) => {
+            if (!matcher) return claimAppendEventsCall(k, { ...appendArgs(members), ...claimsOf(members) });
+            const args = { ...acceptArgs(k, members), ...claimsOf(members) };
+            // (no event with a trace context: a traced one is handed out in its span, by the dispatcher)
+            return jobs && args.events.every((e) => !e.trace)
+              ? ingestDispatchEventsCall(k, args, jobs)
+              : ingestEventsCall(k, args);
+          },
           (reply, count, members) => {
             let appended: Appended[] | null;
             if (matcher) {
@@ -301,7 +322,7 @@ export class IngestSystem {
         if (it.input.trace) event.trace = it.input.trace;
         events.push(event);
       });
-      matcher.accepted(partition, events, matches, call.handed);
+      matcher.accepted(partition, events, matches, call.handed, call.dispatched ?? 0);
       for (const e of events) eventKeys.push(e.eventKey);
       results.push(...matches);
     }

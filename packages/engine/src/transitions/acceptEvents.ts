@@ -26,8 +26,10 @@ export interface Accepted {
   appended: Appended[];
   /** one per appended event, in the order of the call's events; absent: left to the matcher */
   matches?: MatchResult[];
-  /** the outbox entries delivered to the handoff's consumer */
+  /** the outbox entries delivered to the handoff's consumer (less those whose jobs the call added) */
   handed?: StreamEntry[];
+  /** ingestDispatchEvents: the continuation jobs the call added */
+  dispatched?: number;
 }
 
 const pair = (h: Handoff): string => `${h.group} ${h.consumer}`;
@@ -57,7 +59,7 @@ export function acceptArgs(a: AcceptEventsArgs) {
 }
 
 export function acceptEventsResult(reply: unknown): Accepted {
-  const r = reply as [string, string, string[], unknown[]?, unknown[]?];
+  const r = reply as [string, string, string[], unknown[]?, unknown[]?, number?];
   const appended = appendEventsResults(r);
   const accepted: Accepted = { appended };
   const matches = r[3];
@@ -74,5 +76,6 @@ export function acceptEventsResult(reply: unknown): Accepted {
   }
   const handed = r[4];
   if (Array.isArray(handed) && handed.length > 0) accepted.handed = toStreamEntries(handed);
+  if (typeof r[5] === "number" && r[5] > 0) accepted.dispatched = r[5];
   return accepted;
 }

@@ -9,7 +9,7 @@ import { type AcceptEventsArgs, type Accepted, acceptArgs, acceptEventsResult } 
 import { type AppendEventsArgs, type Appended, appendArgs, appendEventsResults } from "./appendEvents.js";
 import { Packer } from "./packer.js";
 import { Code } from "./replies.js";
-import { type ScriptCall, transitionCall } from "./run.js";
+import { keyedCall, prefixedScript, type ScriptCall, transitionCall } from "./run.js";
 
 /** The claims of a call: per event (the order of `events`), its dedup record and the partition of its event key. */
 export interface Claims {
@@ -42,6 +42,58 @@ export function ingestEventsCall(k: PartitionKeys, a: AcceptEventsArgs & Claims)
 export function claimAppendEventsCall(k: PartitionKeys, a: AppendEventsArgs & Claims): ScriptCall {
   const { restKeys, dedup } = claimsOf(a);
   return transitionCall("claimAppendEvents", k, { ...appendArgs(a), windowMs: a.windowMs, dedup }, restKeys);
+}
+
+/**
+ * The continuation jobs an ingestDispatchEvents call adds (lua/ingestDispatchEvents-18.lua):
+ * a tenant's queue as BullMQ lays it out (packages/workers/src/job-adds.ts, acceptJobs).
+ */
+export interface AcceptJobs {
+  /** BullMQ's addStandardJob as the Lua function `addOne(KEYS, ARGV)`, loaded before the script */
+  addOne: string;
+  /** the queue's keys, in the order of addStandardJob's KEYS (9) */
+  keys: readonly string[];
+  /** the queue's key prefix, "<prefix>:<queue>:" */
+  prefix: string;
+  /** the queue's name */
+  queue: string;
+  /** BullMQ's packed options of the queue's continuation jobs (their job id replaced per job) */
+  opts: Buffer;
+  /** the encoded tenant whose waits' jobs the call adds */
+  tenant: string;
+}
+
+const JOB_KEYS = [
+  "jobWait",
+  "jobPaused",
+  "jobMeta",
+  "jobId",
+  "jobCompleted",
+  "jobDelayed",
+  "jobActive",
+  "jobEvents",
+  "jobMarker",
+] as const;
+
+/** ingestEventsCall that also adds the continuation jobs of the waits it resolves, on `jobs`' queue (no traces: never with tracing). */
+export function ingestDispatchEventsCall(k: PartitionKeys, a: AcceptEventsArgs & Claims, jobs: AcceptJobs): ScriptCall {
+  const { restKeys, dedup } = claimsOf(a);
+  const named: Record<string, string> = { ...(k as unknown as Record<string, string>) };
+  JOB_KEYS.forEach((name, i) => {
+    named[name] = jobs.keys[i] as string;
+  });
+  const call = keyedCall("ingestDispatchEvents", named as Parameters<typeof keyedCall<"ingestDispatchEvents">>[1], {
+    ...acceptArgs(a),
+    windowMs: a.windowMs,
+    dedup,
+    jobPrefix: jobs.prefix,
+    jobQueue: jobs.queue,
+    jobOpts: jobs.opts,
+    jobTenant: jobs.tenant,
+  });
+  call.keys.push(...restKeys);
+  call.lua = prefixedScript("ingestDispatchEvents", jobs.addOne);
+  return call;
 }
 
 /** ingestEvents' reply: acceptEvents', or null when an event was claimed before with other content (nothing written). */

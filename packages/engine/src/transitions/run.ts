@@ -19,6 +19,8 @@ export interface ScriptCall {
   script: ScriptName;
   keys: string[];
   args: ArgValue[];
+  /** the script as loaded with another library's Lua before it (`prefixedScript`); absent: its own text */
+  lua?: LuaScript;
 }
 
 type Header<N extends ScriptName> = (typeof luaScripts)[N];
@@ -144,9 +146,26 @@ export function foreignScript(
   return (target, keys, args) => execute(script, "the script", target, keys, args);
 }
 
+const prefixed = new Map<string, LuaScript>();
+
+/**
+ * `script` loaded with `prefix` before its text: another library's Lua that the script
+ * calls (ingestDispatchEvents: BullMQ's addStandardJob as a function). One LuaScript per
+ * prefix, kept.
+ */
+export function prefixedScript(script: ScriptName, prefix: string): LuaScript {
+  const key = `${script}\n${prefix}`;
+  let lua = prefixed.get(key);
+  if (!lua) {
+    lua = new LuaScript(`${prefix}\n${luaScripts[script].lua}`, luaScripts[script].numberOfKeys, takesRestKeys(script));
+    prefixed.set(key, lua);
+  }
+  return lua;
+}
+
 /** Runs a script on a connection (returns its reply) or queues it on a pipeline. */
 export function runScript(target: Commander, call: ScriptCall): Promise<unknown> {
   if ((target as { isPipeline?: boolean }).isPipeline !== true) coalesceWrites(target as RedisLike);
   const { script, keys, args } = call;
-  return execute(scripts[script], script, target, keys, args);
+  return execute(call.lua ?? scripts[script], script, target, keys, args);
 }

@@ -1,0 +1,175 @@
+/**
+ * Continuations added in the accept (docs/architecture.md): in `rendezvous start` on a
+ * single Redis, the step that resolves a plain wait by an event also adds its continuation
+ * job (lua/ingestDispatchEvents-18.lua), with the Wait rendered in Lua (wait-view.lua). The
+ * job must be the one the dispatcher would have added: the same data (the Wait as
+ * `toWait` renders the record), name, id and options, its continuation_dispatched entry
+ * once, its outbox entry acknowledged. Waits the script does not render (shapes), and
+ * tenants whose continuations go elsewhere (a webhook), stay the dispatcher's.
+ */
+import { DISPATCHER_GROUP, type Resources } from "@rendezvous/engine";
+import { eventually, makeResources } from "@rendezvous/testkit";
+import { Queue } from "bullmq";
+import { describe, expect, it } from "vitest";
+import { continuationQueueName, Dispatcher, Matcher } from "../src/index.js";
+
+const handoffs = async (res: Resources) => (await res.metrics.outboxHandoffs.get()).values[0]?.value ?? 0;
+const dispatchedCount = async (res: Resources) =>
+  (await res.metrics.continuationsDispatched.get()).values.reduce((s, v) => s + v.value, 0);
+
+/** `start`'s matcher and dispatcher on `res`, the accept's jobs ready for `tenant`, around `body`. */
+async function inStart(res: Resources, tenant: string, body: (d: Dispatcher) => Promise<void>) {
+  // the dispatcher's read waits long: what it adds, it adds from a handoff or a claim
+  const dispatcher = new Dispatcher(res, { blockMs: 60_000, webhookConcurrency: 0 });
+  const matcher = new Matcher(res, { blockMs: 100, dispatcher });
+  // (as server/roles.ts does for `start`)
+  res.store.acceptWith(matcher.acceptor(dispatcher));
+  await dispatcher.start();
+  await matcher.start();
+  try {
+    dispatcher.jobsFor(tenant);
+    await eventually(async () => dispatcher.jobsFor(tenant));
+    await body(dispatcher);
+  } finally {
+    await matcher.stop();
+    await dispatcher.stop();
+  }
+}
+
+async function jobsOf(res: Resources, tenant: string, ids: string[]) {
+  const queue = new Queue(continuationQueueName(tenant), { connection: res.connect("q"), prefix: res.queuePrefix });
+  try {
+    return await Promise.all(ids.map((id) => queue.getJob(id)));
+  } finally {
+    await queue.close();
+  }
+}
+
+/** The Wait a job carries: the wait's record as read now, less what came after its dispatch. */
+async function dispatchedView(res: Resources, tenant: string, waitId: string) {
+  const w = await res.store.getWait(tenant, waitId);
+  if (!w) throw new Error(`no wait ${waitId}`);
+  return { ...w, history: w.history.filter((h) => h.what !== "continuation_dispatched") };
+}
+
+const text = 'quote " backslash \\ slash / tab \t line \u2028 é 😀';
+const payloads: Array<Record<string, unknown> | undefined> = [
+  { n: 12345678901234567, f: 0.1, neg: -0, big: 1e300, list: [], obj: {}, nested: { a: [1, [2, {}]] }, text },
+  undefined,
+  { only: null, t: true, f: false },
+  {},
+];
+
+describe("continuations added in the accept", () => {
+  it("adds the job the dispatcher would: the Wait rendered in Lua equals toWait's, once", async () => {
+    const res = makeResources({ partitions: 2 });
+    await inStart(res, "acme", async () => {
+      const now = Date.now();
+      const specs = [
+        {
+          runId: "run-1",
+          position: "a",
+          eventType: "job.done",
+          correlationId: "c-1",
+          deadline: new Date(now + 86_400_000 * 40).toISOString(),
+          externalJobId: "ext-1",
+          metadata: { list: [], obj: {}, n: 12345678901234567, text },
+        },
+        {
+          runId: text,
+          position: "b",
+          eventType: "job.done",
+          correlationId: "c/2 é",
+          since: new Date(now - 60_000).toISOString(),
+        },
+        {
+          runId: "run-3",
+          position: "c",
+          eventType: "job.done",
+          correlationId: "c-3",
+          token: true,
+          heartbeatMs: 60_000,
+        },
+        { runId: "run-4", position: "d", eventType: "other.type", correlationId: "c-4", timeoutMs: 3_600_000 },
+      ];
+      const waits = [];
+      for (const s of specs) waits.push((await res.store.register("acme", s)).wait);
+      // history before the resolution: a job attached, a heartbeat (a deadline moved)
+      await res.store.attachJob("acme", waits[0]?.id as string, "ext-2");
+      await res.store.heartbeat("acme", waits[2]?.id as string);
+      const events = specs.map((s, i) => ({
+        id: `e${i}`,
+        type: s.eventType,
+        correlationId: s.correlationId,
+        ...(payloads[i] === undefined ? {} : { payload: payloads[i] }),
+      }));
+      await res.store.ingest("acme", "svc", events);
+      const ids = waits.map((w) => w.id);
+      const jobs = await eventually(async () => {
+        const found = await jobsOf(res, "acme", ids);
+        return found.every(Boolean) ? found : undefined;
+      });
+      for (const [i, job] of jobs.entries()) {
+        const id = ids[i] as string;
+        expect(job?.name).toBe("continuation");
+        expect(job?.id).toBe(id);
+        expect(job?.data).toEqual(await dispatchedView(res, "acme", id));
+        expect(job?.opts).toMatchObject({
+          jobId: id,
+          removeOnComplete: { age: 86_400 },
+          removeOnFail: { age: 604_800 },
+        });
+        const w = await res.store.getWait("acme", id);
+        const entries = w?.history.filter((h) => h.what === "continuation_dispatched");
+        expect(entries?.map(({ at: _at, ...rest }) => rest)).toEqual([
+          { what: "continuation_dispatched", queue: "continuations.acme", jobId: id },
+        ]);
+      }
+      // none of them went through the dispatcher: no handoff, no outbox entry left pending
+      expect(await handoffs(res)).toBe(0);
+      expect(await dispatchedCount(res)).toBe(4);
+      expect((await res.metrics.acceptContinuations.get()).values[0]?.value).toBe(4);
+      for (const p of [0, 1]) {
+        const k = res.store.keys.partition(p);
+        expect(((await res.redis.xpending(k.outbox, DISPATCHER_GROUP)) as [number])[0]).toBe(0);
+      }
+    });
+  });
+
+  it("leaves a shaped wait, and every wait of a tenant with a webhook, to the dispatcher: the same job", async () => {
+    const res = makeResources({
+      partitions: 1,
+      tenants: { hooked: { webhook: { url: "http://127.0.0.1:9/hook", secret: "s" } } },
+    });
+    const shaped = { runId: "run-s", position: "s", eventType: "job.done", correlationId: "c-s", count: 2 };
+    const plain = { runId: "run-p", position: "p", eventType: "job.done", correlationId: "c-p" };
+    await inStart(res, "acme", async (dispatcher) => {
+      expect(dispatcher.jobsFor("hooked")).toBeUndefined();
+      const s = (await res.store.register("acme", shaped)).wait;
+      const p = (await res.store.register("acme", plain)).wait;
+      const h = (await res.store.register("hooked", plain)).wait;
+      await res.store.ingest("acme", "svc", [
+        { id: "e1", type: "job.done", correlationId: "c-s", payload: { n: 1 } },
+        { id: "e2", type: "job.done", correlationId: "c-s", payload: { n: 2 } },
+        { id: "e3", type: "job.done", correlationId: "c-p" },
+      ]);
+      await res.store.ingest("hooked", "svc", [{ id: "e4", type: "job.done", correlationId: "c-p" }]);
+      const [sJob, pJob] = await eventually(async () => {
+        const found = await jobsOf(res, "acme", [s.id, p.id]);
+        return found.every(Boolean) ? found : undefined;
+      });
+      const [hJob] = await eventually(async () => {
+        const found = await jobsOf(res, "hooked", [h.id]);
+        return found.every(Boolean) ? found : undefined;
+      });
+      expect(sJob?.data).toEqual(await dispatchedView(res, "acme", s.id));
+      expect(hJob?.data).toEqual(await dispatchedView(res, "hooked", h.id));
+      // the dispatcher's jobs and the accept's carry the same options (their job ids aside)
+      const opts = (o: object | undefined) => ({ ...o, jobId: undefined });
+      expect(opts(pJob?.opts)).toEqual(opts(sJob?.opts));
+      // the shaped wait and the hooked tenant's went through the dispatcher
+      expect(await handoffs(res)).toBe(2);
+      expect(await dispatchedCount(res)).toBe(3);
+    });
+  });
+});
