@@ -54,7 +54,7 @@ async function dispatchedView(res: Resources, tenant: string, waitId: string) {
 
 const text = 'quote " backslash \\ slash / tab \t line \u2028 é 😀';
 const payloads: Array<Record<string, unknown> | undefined> = [
-  { n: 12345678901234567, f: 0.1, neg: -0, big: 1e300, list: [], obj: {}, nested: { a: [1, [2, {}]] }, text },
+  { n: 12345678901234568, f: 0.1, neg: -0, big: 1e300, list: [], obj: {}, nested: { a: [1, [2, {}]] }, text },
   undefined,
   { only: null, t: true, f: false },
   {},
@@ -73,7 +73,7 @@ describe("continuations added in the accept", () => {
           correlationId: "c-1",
           deadline: new Date(now + 86_400_000 * 40).toISOString(),
           externalJobId: "ext-1",
-          metadata: { list: [], obj: {}, n: 12345678901234567, text },
+          metadata: { list: [], obj: {}, n: 12345678901234568, text },
         },
         {
           runId: text,
