@@ -69,7 +69,14 @@ import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { pino } from "pino";
 import { parseArgs } from "./lib/args.js";
-import { acceptLikeStart, benchResources, dispatchAll, registerFor, resolveWaits } from "./lib/resolved-waits.js";
+import {
+  acceptLikeStart,
+  acceptLikeStartWithJobs,
+  benchResources,
+  dispatchAll,
+  registerFor,
+  resolveWaits,
+} from "./lib/resolved-waits.js";
 
 const args = parseArgs();
 const EVENTS = args.number("events", 5000);
@@ -109,6 +116,7 @@ const CASES = [
   "match",
   "dispatch",
   "accept",
+  "accept-jobs",
   "quota",
   "add",
   "complete",
@@ -295,6 +303,26 @@ const accept = await measure("accept", async (url) => {
   const events = Array.from({ length: BATCH + EVENTS }, () => event(seq++));
   await registerFor(res, events, WAIT_TIMEOUT_MS || undefined);
   await acceptLikeStart(res);
+  return async (n) => {
+    const mine = events.splice(0, n);
+    for (let i = 0; i < mine.length; i += ACCEPT_BATCH) {
+      await res.store.ingest("bench", "loader", mine.slice(i, i + ACCEPT_BATCH));
+    }
+    if (n === EVENTS) await res.close();
+  };
+});
+
+/**
+ * The accept case with the continuation jobs added in the same call (ingestDispatchEvents:
+ * `rendezvous start`, a dispatcher in the process): each event resolves its wait, whose job,
+ * continuation_dispatched entry and outbox ack the call writes too.
+ */
+const acceptJobs = await measure("accept-jobs", async (url) => {
+  const res = benchResources(url, "rj", { partitions: ACCEPT_PARTITIONS });
+  await deployment(res);
+  const events = Array.from({ length: BATCH + EVENTS }, () => event(seq++));
+  await registerFor(res, events, WAIT_TIMEOUT_MS || undefined);
+  await acceptLikeStartWithJobs(res, "bench");
   return async (n) => {
     const mine = events.splice(0, n);
     for (let i = 0; i < mine.length; i += ACCEPT_BATCH) {
@@ -532,6 +560,9 @@ console.log(`store.match (${MATCH_SHAPE === "one" ? "resolves one wait" : `${MAT
 console.log(`dispatch (one resolved wait)    ${count(dispatch)}`);
 console.log(
   `accept, ${ACCEPT_BATCH === 1 ? "one event" : `${ACCEPT_BATCH} events`} per call (claims + acceptEvents, resolves one wait) ${count(accept)}`,
+);
+console.log(
+  `accept with its jobs, ${ACCEPT_BATCH === 1 ? "one event" : `${ACCEPT_BATCH} events`} per call (ingestDispatchEvents: + the job, continuation_dispatched, the ack) ${count(acceptJobs)}`,
 );
 console.log(`quota check (one request)      ${count(quota)}`);
 console.log(`job add (${ADD_BULK ? "addBulk" : "the dispatcher's calls"}, steps of ${ADD_STEP})        ${count(add)}`);

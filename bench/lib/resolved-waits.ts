@@ -8,6 +8,7 @@ import {
   type AcceptMatcher,
   type ConfigInput,
   createResources,
+  DISPATCHER_GROUP,
   MATCHER_GROUP,
   parseConfig,
   type Resources,
@@ -47,6 +48,32 @@ export async function acceptLikeStart(res: Resources): Promise<void> {
   const acceptor: AcceptMatcher = {
     matchers: { group: MATCHER_GROUP, consumer: "bench" },
     handoff: () => undefined,
+    accepted: () => {},
+  };
+  res.store.acceptWith(acceptor);
+}
+
+/**
+ * The ingest of `rendezvous start` that also adds the continuation jobs of what it resolves
+ * (ingestDispatchEvents): as acceptLikeStart, with a Dispatcher (its loops not started) whose
+ * consumer the outbox entries are delivered to and whose queue of tenant `tenant` the jobs
+ * go to, its job arguments collected before this returns.
+ */
+export async function acceptLikeStartWithJobs(res: Resources, tenant: string): Promise<void> {
+  for (const p of res.store.keys.allPartitions()) {
+    const k = res.store.keys.partition(p);
+    await res.redis.xgroup("CREATE", k.stream, MATCHER_GROUP, "0", "MKSTREAM");
+    await res.redis.xgroup("CREATE", k.outbox, DISPATCHER_GROUP, "0", "MKSTREAM");
+  }
+  const dispatcher = new Dispatcher(res, { blockMs: 60_000 });
+  for (let i = 0; !dispatcher.jobsFor(tenant); i++) {
+    if (i > 100) throw new Error("the accept's job arguments were not collected");
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  const acceptor: AcceptMatcher = {
+    matchers: { group: MATCHER_GROUP, consumer: "bench" },
+    handoff: () => dispatcher.handoff,
+    jobs: (t) => dispatcher.jobsFor(t),
     accepted: () => {},
   };
   res.store.acceptWith(acceptor);

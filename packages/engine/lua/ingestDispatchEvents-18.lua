@@ -1,9 +1,8 @@
 --[[
   ingestDispatchEvents: ingestEvents (claims, append, match in one step on a single
-  Redis) that also adds the continuation jobs of the waits it resolves, where it hands
-  their outbox entries to this process's dispatcher (continuation-jobs.lua): the
-  resolution and its job in one step, with no round trip of the dispatcher's between
-  them (docs/architecture.md, "Continuations added in the accept"). `rendezvous start`
+  Redis) that also adds the continuation jobs of the waits it resolves, in place of their
+  outbox entries (continuation-jobs.lua): the resolution and its job in one step, with no
+  round trip of the dispatcher's between them (docs/architecture.md, "Continuations added in the accept"). `rendezvous start`
   only, not tracing, no failpoint armed, for a tenant whose continuations all go to its
   own queue (no webhook, no continuation groups). The script's text is loaded with
   BullMQ's addStandardJob put before it as `local function addOne(KEYS, ARGV)`
@@ -37,7 +36,7 @@
   ARGV[5] retentionMs  as ingestEvents
   ARGV[6] idPrefix     as ingestEvents
   ARGV[7] matchers     as ingestEvents
-  ARGV[8] handoff      as ingestEvents: the dispatcher consumer the jobs are added for
+  ARGV[8] handoff      as ingestEvents (the outbox entries of the waits it does not hand out)
   ARGV[9] matchUpTo    as ingestEvents
   ARGV[10] windowMs    as ingestEvents
   ARGV[11] dedup       as ingestEvents
@@ -46,9 +45,9 @@
   ARGV[14] jobOpts     BullMQ's packed job options for the queue (their job id replaced per job)
   ARGV[15] jobTenant   the encoded tenant: the jobs are added for its waits only
 
-  Returns ingestEvents' reply; where it handed entries over, { streamId, codes, records,
-  matches, handed, added }: handed the entries left to the dispatcher (possibly none),
-  added the number of jobs added.
+  Returns ingestEvents' reply; where it added jobs, { streamId, codes, records, matches,
+  handed, added }: handed the outbox entries handed over (possibly none), added the number
+  of jobs added.
 ]]
 --@include "codes"
 --@include "claims"
@@ -61,11 +60,12 @@ if not claimEventKeys(keys.claims, events[1], ARGV[11], ARGV[10], ARGV[2]) then
   return C_CONFLICT
 end
 local jobs = {
-  add = addContinuationJobs,
+  added = 0,
   keys = { keys.jobWait, keys.jobPaused, keys.jobMeta, keys.jobId, keys.jobCompleted, keys.jobDelayed, keys.jobActive, keys.jobEvents, keys.jobMarker },
   prefix = ARGV[12],
   queue = ARGV[13],
   opts = ARGV[14],
   tenant = ARGV[15],
 }
+handOff = jobHandOff(jobs)
 return acceptRows(keys, ARGV, events, nil, jobs)

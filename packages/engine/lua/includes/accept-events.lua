@@ -11,10 +11,9 @@
 
 -- Appends and matches with acceptEvents' ARGV[1..9] as `a` (a[1] keepMs ... a[9]
 -- matchUpTo), its events `rows` (a[3] unpacked: unpackRows(a[3], 2)) and its traces
--- argument `traceArg` (nil: none). `jobs` (nil: none) adds the continuation jobs of the
--- entries handed over (ingestDispatchEvents: jobs.add is continuation-jobs.lua's
--- addContinuationJobs, given by the script so that no other includes it). Returns the
--- script's reply.
+-- argument `traceArg` (nil: none). `jobs` (nil: none) counts the waits whose continuation
+-- jobs the step added itself (ingestDispatchEvents, continuation-jobs.lua: `jobs.added`).
+-- Returns the script's reply.
 local function acceptRows(keys, a, rows, traceArg, jobs)
   -- caught up before this call: no entry after the group's last delivered one, none pending
   local group, consumer = groupAndConsumer(a[7])
@@ -60,14 +59,16 @@ local function acceptRows(keys, a, rows, traceArg, jobs)
     redis.call("XACK", keys.stream, group, sid)
   end
 
-  if a[8] ~= "" and settled > 0 then
-    local handed = deliverTo(keys.outbox, a[8], tostring(settled))
-    if handed and jobs then
-      local left, added = jobs.add(keys.waits, keys.outbox, groupAndConsumer(a[8]), handed, jobs, now)
-      return { sid, codes, existing, matches, left or {}, added }
-    elseif handed then
-      return { sid, codes, existing, matches, handed }
-    end
+  -- (the waits whose jobs the step added have no outbox entry)
+  local added = jobs and jobs.added or 0
+  local handed = nil
+  if a[8] ~= "" and settled > added then
+    handed = deliverTo(keys.outbox, a[8], tostring(settled - added))
+  end
+  if added > 0 then
+    return { sid, codes, existing, matches, handed or {}, added }
+  elseif handed then
+    return { sid, codes, existing, matches, handed }
   end
   return { sid, codes, existing, matches }
 end

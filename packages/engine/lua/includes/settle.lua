@@ -4,12 +4,19 @@
   recorded as late), is scheduled for removal after retention, and its resolution goes
   on the outbox (entry w = waitId, k = resolution kind, r = the wait record as stored:
   what the dispatcher hands out, read from no other place; t = the trace context text
-  of the resolution, when the caller has one).
+  of the resolution, when the caller has one). A script that hands the resolution out
+  itself (ingestDispatchEvents: the continuation job added in the step that resolves the
+  wait) sets `handOff`: where it takes a wait, the wait's record says so
+  (continuation_dispatched, pushed by handOff) and no outbox entry is written.
 ]]
 --@include "clock"
 --@include "wait-record"
 --@include "wait-index"
 --@include "expiry"
+
+-- nil, or the script's own hand-off: handOff(waitId, wait) is given each settled wait
+-- before it is stored, and answers whether it handed the wait out (continuation-jobs.lua).
+local handOff = nil
 
 -- Returns the stored record text (what the transitions reply: no second encode).
 -- `member`, when not nil, is the wait's index member as the caller read it (in the
@@ -20,6 +27,7 @@ local function settleWait(keys, waitId, wait, state, resolution, historyEntry, n
   wait["s"] = state
   wait["res"] = resolution
   pushHistory(wait, historyEntry)
+  local handed = handOff ~= nil and handOff(waitId, wait)
   local record = encodeWait(wait)
   redis.call("HSET", keys.waits, waitId, record)
   if wait["mx"] ~= nil then
@@ -74,7 +82,9 @@ local function settleWait(keys, waitId, wait, state, resolution, historyEntry, n
     redis.call("ZREM", keys.deadlines, waitId)
   end
   scheduleExpiry(keys.expiry, intText(now + retentionMs), "w", waitId)
-  if trace and trace ~= "" then
+  if handed then
+    -- (handed out by the script itself: no outbox entry)
+  elseif trace and trace ~= "" then
     redis.call("XADD", keys.outbox, "*", "w", waitId, "k", resolution["k"], "r", record, "t", trace)
   else
     redis.call("XADD", keys.outbox, "*", "w", waitId, "k", resolution["k"], "r", record)

@@ -10,29 +10,41 @@
 --@include "clock"
 --@include "parts"
 
+-- The last time written and its text, the last day and its date part: a view's times are
+-- mostly the resolution's (its time, its event's, its history entry's) and one day's.
+local lastIsoMs, lastIso, lastDay, lastDayText = nil, nil, nil, nil
+
 -- An epoch time in ms as ISO-8601 UTC with milliseconds, as Date.prototype.toISOString
 -- writes it (years 0 to 9999). Days to a civil date by H. Hinnant's days_from_civil
 -- inverse; divisions by arithmetic (math.floor is a C call: ~1,000 Redis instructions).
 local function isoText(ms)
+  if ms == lastIsoMs then
+    return lastIso
+  end
   local rest = ms % 86400000
-  local z = (ms - rest) / 86400000 + 719468
-  local doe = z % 146097
-  local era = (z - doe) / 146097
-  local a = doe - (doe - doe % 1460) / 1460 + (doe - doe % 36524) / 36524 - (doe - doe % 146096) / 146096
-  local yoe = (a - a % 365) / 365
-  local doy = doe - (365 * yoe + (yoe - yoe % 4) / 4 - (yoe - yoe % 100) / 100)
-  local b = 5 * doy + 2
-  local mp = (b - b % 153) / 153
-  local c = 153 * mp + 2
-  local day = doy - (c - c % 5) / 5 + 1
-  local month = mp < 10 and mp + 3 or mp - 9
-  local year = yoe + era * 400 + (month <= 2 and 1 or 0)
+  local days = (ms - rest) / 86400000
+  if days ~= lastDay then
+    local z = days + 719468
+    local doe = z % 146097
+    local era = (z - doe) / 146097
+    local a = doe - (doe - doe % 1460) / 1460 + (doe - doe % 36524) / 36524 - (doe - doe % 146096) / 146096
+    local yoe = (a - a % 365) / 365
+    local doy = doe - (365 * yoe + (yoe - yoe % 4) / 4 - (yoe - yoe % 100) / 100)
+    local b = 5 * doy + 2
+    local mp = (b - b % 153) / 153
+    local c = 153 * mp + 2
+    local month = mp < 10 and mp + 3 or mp - 9
+    lastDayText = string.format("%04d-%02d-%02dT", yoe + era * 400 + (month <= 2 and 1 or 0), month, doy - (c - c % 5) / 5 + 1)
+    lastDay = days
+  end
   local ms1 = rest % 1000
   local s = (rest - ms1) / 1000
   local sec = s % 60
   local m = (s - sec) / 60
   local min = m % 60
-  return string.format("%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", year, month, day, (m - min) / 60, min, sec, ms1)
+  lastIso = lastDayText .. string.format("%02d:%02d:%02d.%03dZ", (m - min) / 60, min, sec, ms1)
+  lastIsoMs = ms
+  return lastIso
 end
 
 -- The encoded match key's three parts (tenant, type, correlation id).

@@ -79,8 +79,8 @@ export interface AcceptMatcher {
   /** the dispatcher consumer to deliver the new outbox entries to, when it takes them now */
   handoff(): Handoff | undefined;
   /**
-   * the queue on which the calls that hand entries over add the continuation jobs of the
-   * tenant's waits themselves (ingestDispatchEvents); none: the dispatcher adds them
+   * the queue on which the calls add the continuation jobs of the tenant's waits they
+   * resolve themselves (ingestDispatchEvents); none: the dispatcher adds them
    */
   jobs?(tenant: string): AcceptJobs | undefined;
   /**
@@ -152,7 +152,7 @@ export class IngestSystem {
     const prefix = eventRecordPrefix(producer);
     const matcher = this.matcher;
     const handoff = matcher?.handoff();
-    const jobs = handoff && matcher?.jobs?.(tenant);
+    const jobs = matcher?.jobs?.(tenant);
     // the calls that matched what they appended, with their members (in call order)
     const matchedCalls: Array<{ call: Accepted; members: number[] }> = [];
     const appendArgs = (members: number[]): AppendEventsArgs => {

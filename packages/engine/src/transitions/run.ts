@@ -146,7 +146,8 @@ export function foreignScript(
   return (target, keys, args) => execute(script, "the script", target, keys, args);
 }
 
-const prefixed = new Map<string, LuaScript>();
+/** by script, then by prefix (the same string each call: its hash is kept, not computed again) */
+const prefixed = new Map<ScriptName, Map<string, LuaScript>>();
 
 /**
  * `script` loaded with `prefix` before its text: another library's Lua that the script
@@ -154,11 +155,15 @@ const prefixed = new Map<string, LuaScript>();
  * prefix, kept.
  */
 export function prefixedScript(script: ScriptName, prefix: string): LuaScript {
-  const key = `${script}\n${prefix}`;
-  let lua = prefixed.get(key);
+  let byPrefix = prefixed.get(script);
+  if (!byPrefix) {
+    byPrefix = new Map();
+    prefixed.set(script, byPrefix);
+  }
+  let lua = byPrefix.get(prefix);
   if (!lua) {
     lua = new LuaScript(`${prefix}\n${luaScripts[script].lua}`, luaScripts[script].numberOfKeys, takesRestKeys(script));
-    prefixed.set(key, lua);
+    byPrefix.set(prefix, lua);
   }
   return lua;
 }
