@@ -145,7 +145,7 @@ describe("continuations added in the accept", () => {
     });
   });
 
-  it("leaves a shaped wait, and every wait of a tenant with a webhook, to the dispatcher: the same job", async () => {
+  it("leaves a shaped wait, a traced one, and every wait of a tenant with a webhook to the dispatcher: the same job", async () => {
     const res = makeResources({
       partitions: 1,
       tenants: { hooked: { webhook: { url: "http://127.0.0.1:9/hook", secret: "s" } } },
@@ -157,14 +157,18 @@ describe("continuations added in the accept", () => {
       const s = (await res.store.register("acme", shaped)).wait;
       const p = (await res.store.register("acme", plain)).wait;
       const h = (await res.store.register("hooked", plain)).wait;
+      // registered with a trace context: its job carries it on (BullMQ's telemetry)
+      const traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+      const t = (await res.store.register("acme", { ...plain, runId: "run-t", correlationId: "c-t" }, { traceparent })).wait;
       await res.store.ingest("acme", "svc", [
         { id: "e1", type: "job.done", correlationId: "c-s", payload: { n: 1 } },
         { id: "e2", type: "job.done", correlationId: "c-s", payload: { n: 2 } },
         { id: "e3", type: "job.done", correlationId: "c-p" },
+        { id: "e5", type: "job.done", correlationId: "c-t" },
       ]);
       await res.store.ingest("hooked", "svc", [{ id: "e4", type: "job.done", correlationId: "c-p" }]);
-      const [sJob, pJob] = await eventually(async () => {
-        const found = await jobsOf(res, "acme", [s.id, p.id]);
+      const [sJob, pJob, tJob] = await eventually(async () => {
+        const found = await jobsOf(res, "acme", [s.id, p.id, t.id]);
         return found.every(Boolean) ? found : undefined;
       });
       const [hJob] = await eventually(async () => {
@@ -173,12 +177,14 @@ describe("continuations added in the accept", () => {
       });
       expect(sJob?.data).toEqual(await dispatchedView(res, "acme", s.id));
       expect(hJob?.data).toEqual(await dispatchedView(res, "hooked", h.id));
+      expect(tJob?.data).toEqual(await dispatchedView(res, "acme", t.id));
+      expect(tJob?.opts.telemetry?.metadata).toContain("0af7651916cd43dd8448eb211c80319c");
       // the dispatcher's jobs and the accept's carry the same options (their job ids aside)
       const opts = (o: object | undefined) => ({ ...o, jobId: undefined });
       expect(opts(pJob?.opts)).toEqual(opts(sJob?.opts));
-      // the shaped wait and the hooked tenant's went through the dispatcher
-      expect(await handoffs(res)).toBe(2);
-      expect(await dispatchedCount(res)).toBe(3);
+      // the shaped wait, the traced one and the hooked tenant's went through the dispatcher
+      expect(await handoffs(res)).toBe(3);
+      expect(await dispatchedCount(res)).toBe(4);
     });
   });
 });

@@ -5,8 +5,9 @@
   a view here (wait-view.lua) gets its job from BullMQ's own addStandardJob, as the
   dispatcher's step would add it (job id = wait id, name `continuation`, data = the Wait,
   BullMQ's own options for the tenant's queue), and its continuation_dispatched entry on
-  the timeline it is stored with; it then has no outbox entry. Any other wait, or a job
-  BullMQ refuses, gets its outbox entry, and the dispatcher hands it out as ever.
+  the timeline it is stored with; it then has no outbox entry. Any other wait (one
+  registered with a trace context among them), or a job BullMQ refuses, gets its outbox
+  entry, and the dispatcher hands it out as ever.
   `addOne(KEYS, ARGV)` is BullMQ's script as a function, put before the script's text
   where it is loaded (packages/workers/src/job-adds.ts); no other script includes this.
 ]]
@@ -20,7 +21,9 @@
 local function jobHandOff(jobs)
   local opts = cmsgpack.unpack(jobs.opts)
   return function(waitId, wait)
-    if not ownedBy(wait, jobs.tenant) then
+    -- (a wait registered with a trace context: its job carries the context on, the
+    -- dispatcher's way)
+    if not ownedBy(wait, jobs.tenant) or (wait["tc"] ~= nil and wait["tc"] ~= "") then
       return false
     end
     local data = waitViewJson(waitId, wait)
