@@ -159,7 +159,8 @@ describe("continuations added in the accept", () => {
       const h = (await res.store.register("hooked", plain)).wait;
       // registered with a trace context: its job carries it on (BullMQ's telemetry)
       const traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
-      const t = (await res.store.register("acme", { ...plain, runId: "run-t", correlationId: "c-t" }, { traceparent })).wait;
+      const t = (await res.store.register("acme", { ...plain, runId: "run-t", correlationId: "c-t" }, { traceparent }))
+        .wait;
       await res.store.ingest("acme", "svc", [
         { id: "e1", type: "job.done", correlationId: "c-s", payload: { n: 1 } },
         { id: "e2", type: "job.done", correlationId: "c-s", payload: { n: 2 } },

@@ -8,7 +8,6 @@
   would turn [] into {} and round numbers to 14 digits).
 ]]
 --@include "clock"
---@include "parts"
 
 -- The last time written and its text, the last day and its date part: a view's times are
 -- mostly the resolution's (its time, its event's, its history entry's) and one day's.
@@ -47,14 +46,16 @@ local function isoText(ms)
   return lastIso
 end
 
--- The encoded match key's three parts (tenant, type, correlation id).
+-- The encoded match key's three parts (tenant, type, correlation id): "<len>:<bytes>" each,
+-- lengths in bytes, converted by arithmetic.
 local function matchKeyParts(mk)
-  local t = skipParts(mk, 1)
-  local tt = skipParts(mk, 1, t)
-  local function part(from, to)
-    return string.sub(mk, string.find(mk, ":", from, true) + 1, to - 1)
-  end
-  return part(1, t), part(t, tt), part(tt, #mk + 1)
+  local find, sub = string.find, string.sub
+  local c1 = find(mk, ":", 1, true)
+  local e1 = c1 + sub(mk, 1, c1 - 1)
+  local c2 = find(mk, ":", e1 + 1, true)
+  local e2 = c2 + sub(mk, e1 + 1, c2 - 1)
+  local c3 = find(mk, ":", e2 + 1, true)
+  return sub(mk, c1 + 1, e1), sub(mk, c2 + 1, e2), sub(mk, c3 + 1)
 end
 
 -- A JSON value of the view: a string, an integer, a boolean; nil for anything else
@@ -106,8 +107,9 @@ local function historyJson(h)
       end
     elseif f == "k" then
       if type(v) == "string" then
-        local kinds = { e = "event", t = "timeout", c = "cancel", d = "deliver", k = "token" }
-        parts[#parts + 1] = '"kind":' .. cjson.encode(kinds[v] or v)
+        local kind = v == "e" and "event" or v == "t" and "timeout" or v == "c" and "cancel"
+          or v == "d" and "deliver" or v == "k" and "token" or v
+        parts[#parts + 1] = '"kind":' .. cjson.encode(kind)
       end
     elseif f ~= "at" and f ~= "w" and f ~= "o" then
       local text = scalarJson(v)
