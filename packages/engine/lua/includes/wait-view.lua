@@ -8,6 +8,7 @@
   would turn [] into {} and round numbers to 14 digits).
 ]]
 --@include "clock"
+--@include "parts"
 
 -- The last time written and its text, the last day and its date part: a view's times are
 -- mostly the resolution's (its time, its event's, its history entry's) and one day's.
@@ -46,16 +47,10 @@ local function isoText(ms)
   return lastIso
 end
 
--- The encoded match key's three parts (tenant, type, correlation id): "<len>:<bytes>" each,
--- lengths in bytes, converted by arithmetic.
+-- The encoded match key's three parts (tenant, type, correlation id).
 local function matchKeyParts(mk)
-  local find, sub = string.find, string.sub
-  local c1 = find(mk, ":", 1, true)
-  local e1 = c1 + sub(mk, 1, c1 - 1)
-  local c2 = find(mk, ":", e1 + 1, true)
-  local e2 = c2 + sub(mk, e1 + 1, c2 - 1)
-  local c3 = find(mk, ":", e2 + 1, true)
-  return sub(mk, c1 + 1, e1), sub(mk, c2 + 1, e2), sub(mk, c3 + 1)
+  local s1, e1, s2, e2, s3, e3 = threeParts(mk)
+  return string.sub(mk, s1, e1), string.sub(mk, s2, e2), string.sub(mk, s3, e3)
 end
 
 -- A JSON value of the view: a string, an integer, a boolean; nil for anything else
