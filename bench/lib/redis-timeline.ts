@@ -8,7 +8,8 @@
  *   dedup → accept       dedupEvents, its round trip, then acceptEvents starts (appendEvents
  *                        where the matcher matches: the split roles, tracing on); ingest in
  *                        one step (a single Redis: ingestEvents, claimAppendEvents) marks
- *                        both with its one script, and this hop reads 0
+ *                        both with its one script, and this hop reads 0 (ingestDispatchEvents
+ *                        marks the add too: the next hop reads 0 as well)
  *   accept → add         acceptEvents (append, match), its reply, the 202, the dispatcher's
  *                        hand-out, the job add (BullMQ's, or the dispatch step in one call),
  *                        until its script starts (after appendEvents: the matcher's read and
@@ -27,7 +28,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { JOB_ADDS_NAME, nameOf, STEP_CALL_NAME } from "./redis-breakdown.js";
+import { ACCEPT_JOBS_NAME, JOB_ADDS_NAME, nameOf, STEP_CALL_NAME } from "./redis-breakdown.js";
 import { type Summary, summarize } from "./stats.js";
 import { fmt, printTable } from "./table.js";
 
@@ -45,6 +46,7 @@ const STEPS_OF: Record<string, Step[]> = {
   "bullmq addStandardJob": ["add"],
   [JOB_ADDS_NAME]: ["add"],
   [STEP_CALL_NAME]: ["add"],
+  [ACCEPT_JOBS_NAME]: ["dedup", "accept", "add"],
 };
 
 /**

@@ -6,6 +6,7 @@ export {
 export { type FireResult, lateness } from "./firing.js";
 export { continuationJobs, dispatchedEntries, type Handout } from "./handouts.js";
 export {
+  ADD_ONE,
   addStepJobs,
   addStepJobsRecorded,
   JOB_ADDS_LUA,
