@@ -4,6 +4,7 @@
  * matcher, with appendEvents (lua/claimAppendEvents-3.lua).
  */
 
+import { luaScripts } from "../generated/lua.js";
 import type { PartitionKeys } from "../keys.js";
 import { type AcceptEventsArgs, type Accepted, acceptArgs, acceptEventsResult } from "./acceptEvents.js";
 import { type AppendEventsArgs, type Appended, appendArgs, appendEventsResults } from "./appendEvents.js";
@@ -46,7 +47,7 @@ export function claimAppendEventsCall(k: PartitionKeys, a: AppendEventsArgs & Cl
 
 /**
  * The continuation jobs an ingestDispatchEvents call adds (lua/ingestDispatchEvents-18.lua):
- * a tenant's queue as BullMQ lays it out (packages/workers/src/job-adds.ts, acceptJobs).
+ * a tenant's queue as BullMQ lays it out (packages/workers/src/accept-jobs.ts, acceptJobsOf).
  */
 export interface AcceptJobs {
   /** BullMQ's addStandardJob as the Lua function `addOne(KEYS, ARGV)`, loaded before the script */
@@ -63,17 +64,8 @@ export interface AcceptJobs {
   tenant: string;
 }
 
-const JOB_KEYS = [
-  "jobWait",
-  "jobPaused",
-  "jobMeta",
-  "jobId",
-  "jobCompleted",
-  "jobDelayed",
-  "jobActive",
-  "jobEvents",
-  "jobMarker",
-] as const;
+/** The header's names of the queue's keys (KEYS[10..18], after the partition's nine), in their order. */
+const JOB_KEYS = (luaScripts.ingestDispatchEvents.keys as readonly string[]).slice(9, 18);
 
 /** ingestEventsCall that also adds the continuation jobs of the waits it resolves, on `jobs`' queue (no traces: never with tracing). */
 export function ingestDispatchEventsCall(k: PartitionKeys, a: AcceptEventsArgs & Claims, jobs: AcceptJobs): ScriptCall {
