@@ -17,7 +17,8 @@ local function skipParts(s, n, from)
 end
 
 -- Where the first three length-prefixed parts of s lie: each one's first and last byte
--- (a match key's tenant, type and correlation id; a compact wait record's mk, r and p).
+-- (a match key's tenant, type and correlation id; wait-record.lua's decodeWait writes the
+-- same out for a compact record's mk, r and p).
 -- Lengths converted by arithmetic: every C call costs about 1,000 Redis instructions.
 local function threeParts(s)
   local find, sub = string.find, string.sub
