@@ -2,13 +2,12 @@
   ingestDispatchEvents: ingestEvents (claims, append, match in one step on a single
   Redis) that also adds the continuation jobs of the waits it resolves, in place of their
   outbox entries (continuation-jobs.lua): the resolution and its job in one step, with no
-  round trip of the dispatcher's between them (docs/architecture.md, "Continuations added in the accept"). `rendezvous start`
-  only, not tracing, no failpoint armed, for a tenant whose continuations all go to its
-  own queue (no webhook, no continuation groups). The script's text is loaded with
-  BullMQ's addStandardJob put before it as `local function addOne(KEYS, ARGV)`
-  (packages/workers/src/job-adds.ts): without it, it is never run.
+  round trip of the dispatcher's between them (docs/architecture.md, "Continuations added
+  in the accept"). `rendezvous start` only, not tracing, no failpoint armed, for a tenant
+  whose continuations all go to its own queue (no webhook, no continuation groups). The
+  script's text is loaded with BullMQ's addStandardJob put before it as `local function
+  addOne(KEYS, ARGV)` (packages/workers/src/job-adds.ts): without it, it is never run.
 
-  KEYS[1..9] as ingestEvents
   KEYS[1] stream     {p}:s
   KEYS[2] events     {p}:e
   KEYS[3] expiry     {p}:x

@@ -101,7 +101,7 @@ class NotStandard extends Error {}
  * The calls Job.addJob queues on a transaction, collected: the keys (the queue's, the same
  * for every job) and each job's arguments. Anything but addStandardJob is not collected.
  */
-export class Collector {
+class Collector {
   keys: string[] | undefined;
   readonly args: ArgValue[] = [];
 
