@@ -129,6 +129,11 @@ describe("continuations added in the accept", () => {
           removeOnFail: { age: 604_800 },
         });
         const w = await res.store.getWait("acme", id);
+        // (the script passes the resolution's time to BullMQ as text: stored as the number's digits)
+        expect(job?.timestamp).toBe(Date.parse(w?.resolution?.at as string));
+        expect(await res.redis.hget(`${res.queuePrefix}:continuations.acme:${id}`, "timestamp")).toBe(
+          String(job?.timestamp),
+        );
         const entries = w?.history.filter((h) => h.what === "continuation_dispatched");
         expect(entries?.map(({ at: _at, ...rest }) => rest)).toEqual([
           { what: "continuation_dispatched", queue: "continuations.acme", jobId: id },

@@ -20,6 +20,9 @@
 -- added: the jobs added so far (counted here) }.
 local function jobHandOff(jobs)
   local opts = cmsgpack.unpack(jobs.opts)
+  -- the job's timestamp as text, as BullMQ stores it (a number argument would go through
+  -- Redis's "%.17g"): the last resolution time's, which is mostly every job's of the call
+  local atMs, atText = nil, nil
   return function(waitId, wait)
     -- (a wait registered with a trace context: its job carries the context on, the
     -- dispatcher's way)
@@ -31,9 +34,12 @@ local function jobHandOff(jobs)
       return false
     end
     local at = wait["res"]["at"]
+    if at ~= atMs then
+      atMs, atText = at, intText(at)
+    end
     opts["jobId"] = waitId
     -- (a job BullMQ refuses, or a script error in it, leaves the wait to the dispatcher)
-    local ok, reply = pcall(addOne, jobs.keys, { cmsgpack.pack({ jobs.prefix, waitId, "continuation", at }), data, cmsgpack.pack(opts) })
+    local ok, reply = pcall(addOne, jobs.keys, { cmsgpack.pack({ jobs.prefix, waitId, "continuation", atText }), data, cmsgpack.pack(opts) })
     if not ok or (type(reply) == "number" and reply < 0) then
       return false
     end

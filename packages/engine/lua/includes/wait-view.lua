@@ -10,16 +10,20 @@
 --@include "clock"
 --@include "parts"
 
--- The last time written and its text, the last day and its date part: a view's times are
--- mostly the resolution's (its time, its event's, its history entry's) and one day's.
-local lastIsoMs, lastIso, lastDay, lastDayText = nil, nil, nil, nil
+-- The last two times written and their texts, the last day and its date part: a view's
+-- times are mostly two, its registration's and its resolution's (the resolution's time, its
+-- event's, its history entry's), and of one day. (Two pairs of locals: a table would cost
+-- more than the texts it spares.)
+local isoMs1, isoText1, isoMs2, isoText2, lastDay, lastDayText = nil, nil, nil, nil, nil, nil
 
 -- An epoch time in ms as ISO-8601 UTC with milliseconds, as Date.prototype.toISOString
 -- writes it (years 0 to 9999). Days to a civil date by H. Hinnant's days_from_civil
 -- inverse; divisions by arithmetic (math.floor is a C call: ~1,000 Redis instructions).
 local function isoText(ms)
-  if ms == lastIsoMs then
-    return lastIso
+  if ms == isoMs1 then
+    return isoText1
+  elseif ms == isoMs2 then
+    return isoText2
   end
   local rest = ms % 86400000
   local days = (ms - rest) / 86400000
@@ -42,9 +46,9 @@ local function isoText(ms)
   local sec = s % 60
   local m = (s - sec) / 60
   local min = m % 60
-  lastIso = lastDayText .. string.format("%02d:%02d:%02d.%03dZ", (m - min) / 60, min, sec, ms1)
-  lastIsoMs = ms
-  return lastIso
+  local text = lastDayText .. string.format("%02d:%02d:%02d.%03dZ", (m - min) / 60, min, sec, ms1)
+  isoMs2, isoText2, isoMs1, isoText1 = isoMs1, isoText1, ms, text
+  return text
 end
 
 -- The encoded match key's three parts (tenant, type, correlation id).
