@@ -133,10 +133,14 @@ local function waitViewJson(waitId, wait)
     return nil
   end
   local tenant, eventType, correlationId = matchKeyParts(wait["mk"])
-  local registered = '{"at":"' .. isoText(wait["ca"]) .. '","what":"registered"'
-  local firstDeadline = wait["d0"] or wait["dl"]
-  if firstDeadline ~= nil then
-    registered = registered .. ',"deadline":"' .. isoText(firstDeadline) .. '"'
+  -- (the texts written twice, made once)
+  local createdAt = isoText(wait["ca"])
+  local deadline = wait["dl"] and '"' .. isoText(wait["dl"]) .. '"' or "null"
+  local registered = '{"at":"' .. createdAt .. '","what":"registered"'
+  if wait["d0"] ~= nil then
+    registered = registered .. ',"deadline":"' .. isoText(wait["d0"]) .. '"'
+  elseif wait["dl"] ~= nil then
+    registered = registered .. ',"deadline":' .. deadline
   end
   if wait["sn"] ~= nil then
     registered = registered .. ',"since":"' .. isoText(wait["sn"]) .. '"'
@@ -171,7 +175,7 @@ local function waitViewJson(waitId, wait)
   return '{"id":' .. cjson.encode(waitId) .. ',"tenant":' .. cjson.encode(tenant)
     .. ',"runId":' .. cjson.encode(wait["r"]) .. ',"position":' .. cjson.encode(wait["p"])
     .. ',"eventType":' .. cjson.encode(eventType) .. ',"correlationId":' .. cjson.encode(correlationId)
-    .. ',"state":"resolved","createdAt":"' .. isoText(wait["ca"]) .. '","deadline":' .. isoOrNull(wait["dl"])
+    .. ',"state":"resolved","createdAt":"' .. createdAt .. '","deadline":' .. deadline
     .. ',"since":' .. isoOrNull(wait["sn"]) .. ',"externalJobId":' .. (wait["j"] and cjson.encode(wait["j"]) or "null")
     .. ',"metadata":' .. rawJson(wait["m"]) .. ',"resolution":' .. resolution .. '},"consumption":null'
     .. ',"lateEvents":[' .. table.concat(late, ",") .. '],"history":[' .. table.concat(history, ",") .. "]"
