@@ -49,7 +49,11 @@
  * add, complete, complete-keep, compact, expire, timeout, register, promote); with accept,
  * dispatch, add, complete and compact it also prints a resolved event's instructions by
  * owner (the product's transitions, BullMQ's job add, the host's worker); `--keep DIR` copies each case's dump to
- * DIR/<case>.callgrind for `callgrind_annotate --inclusive=yes DIR/ingest.callgrind`.
+ * DIR/<case>.callgrind for `callgrind_annotate --inclusive=yes DIR/ingest.callgrind`;
+ * `--by-mechanism` prints each case's instructions per event by what Redis did with them (the
+ * Lua interpreter, its tables, strings, closures and collector, cjson, number formatting,
+ * allocation, the commands, AOF, I/O: bench/lib/callgrind-mechanisms.ts), which takes a
+ * redis-server with symbols first on PATH (Debian's is stripped; docs/benchmarks.md).
  */
 import { spawnSync } from "node:child_process";
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
@@ -69,6 +73,7 @@ import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { pino } from "pino";
 import { parseArgs } from "./lib/args.js";
+import { byMechanism, type MechanismRow } from "./lib/callgrind-mechanisms.js";
 import {
   acceptLikeStart,
   acceptLikeStartWithJobs,
@@ -110,6 +115,9 @@ async function deployment(res: Resources): Promise<void> {
   if (LEGACY_INDEX) res.store.keys.legacyIndex = true;
 }
 const KEEP = args.string("keep", "");
+const BY_MECHANISM = args.flag("by-mechanism");
+/** each measured case's instructions by mechanism (--by-mechanism), null: no symbols */
+const mechanisms = new Map<Case, MechanismRow[] | null>();
 const CASES = [
   "raw",
   "ingest",
@@ -152,7 +160,7 @@ function control(flag: "-z" | "-d", pid: number): void {
 }
 
 /** Instructions in the last dump of the instance (the part after the zeroing). */
-function lastDumpInstructions(inst: RedisServer, name: string): number {
+function lastDumpInstructions(inst: RedisServer, name: Case): number {
   // callgrind_control -d writes callgrind.out.<pid>.<n> (n = 1, 2, …)
   const dumps = readdirSync(inst.dir)
     .map((f) => /^callgrind\.out\.\d+\.(\d+)$/.exec(f))
@@ -164,6 +172,7 @@ function lastDumpInstructions(inst: RedisServer, name: string): number {
     mkdirSync(KEEP, { recursive: true });
     copyFileSync(join(inst.dir, last), join(KEEP, `${name}.callgrind`));
   }
+  if (BY_MECHANISM) mechanisms.set(name, byMechanism(join(inst.dir, last)));
   const m = /^(?:summary|totals):\s+(\d+)/m.exec(readFileSync(join(inst.dir, last), "utf8"));
   if (!m) throw new Error(`no instruction total in ${last}`);
   return Number(m[1]);
@@ -590,4 +599,19 @@ if (owners.every(([, n]) => !Number.isNaN(n))) {
   );
   for (const [who, n] of owners)
     console.log(`  ${who.padEnd(72)} ${count(n).padStart(9)}  ${((100 * n) / total).toFixed(0)} %`);
+}
+
+for (const [name, rows] of mechanisms) {
+  if (rows === null) {
+    console.log(
+      `\n${name}: redis-server has no symbols, no mechanisms (a build with them first on PATH: docs/benchmarks.md)`,
+    );
+    continue;
+  }
+  const total = rows.reduce((sum, r) => sum + r.instructions, 0);
+  console.log(`\n${name} by mechanism (instructions per event, each function's own):`);
+  for (const r of rows)
+    console.log(
+      `  ${r.name.padEnd(86)} ${count(r.instructions / EVENTS).padStart(9)}  ${((100 * r.instructions) / total).toFixed(1).padStart(4)} %`,
+    );
 }
