@@ -26,7 +26,7 @@ const MECHANISMS: Mechanism[] = [
   { name: "Lua strings (every string made is hashed and interned)", fn: /^(luaS_|lua_pushlstring|lua_pushstring)/ },
   {
     name: "Lua tables",
-    fn: /^(luaH_|setnodevector|setarrayvector|resize|rehash|newkey|mainposition|numusehash|numusearray|computesizes|countint|luaO_log2|arrayindex|findindex|unbound_search|lua_createtable|lua_settable|lua_gettable|lua_rawgeti|lua_rawseti|lua_next|lua_setfield|lua_getfield|luaV_settable|luaV_gettable)$|^luaH_/,
+    fn: /^luaH_|^(setnodevector|setarrayvector|resize|rehash|newkey|mainposition|numusehash|numusearray|computesizes|countint|luaO_log2|arrayindex|findindex|unbound_search|lua_createtable|lua_settable|lua_gettable|lua_rawgeti|lua_rawseti|lua_next|lua_setfield|lua_getfield|luaV_settable|luaV_gettable)$/,
   },
   { name: "cjson (encode, decode)", fn: /^(json_|strbuf_|fpconv_|lua_cjson|decode_|encode_)/ },
   { name: "cmsgpack (pack, unpack)", fn: /^(mp_|table_is_an_array|mp_encode|mp_decode)/ },
@@ -36,7 +36,8 @@ const MECHANISMS: Mechanism[] = [
   },
   {
     name: "memory allocation (libc for Lua, jemalloc for Redis)",
-    fn: /^(malloc|free|realloc|calloc|_int_malloc|_int_free|_int_realloc|malloc_consolidate|unlink_chunk|tcache|je_|zmalloc|zfree|zrealloc|zcalloc|l_alloc|luaM_|ztrymalloc|zmalloc_usable|extent_|arena_|tcache_|sz_|rtree_)/,
+    // (libc's by their exact names: Redis's freeClient and the like free more than memory)
+    fn: /^(malloc|free|realloc|calloc|_int_malloc|_int_free|_int_realloc|malloc_consolidate|unlink_chunk.*|tcache.*)$|^(je_|zmalloc|zfree|zrealloc|zcalloc|ztrymalloc|l_alloc|luaM_|extent_|arena_|sz_|rtree_)/,
   },
   {
     name: "Lua ↔ Redis (arguments to commands, replies to Lua tables, the script's reply)",
