@@ -20,7 +20,7 @@
 import { createHash } from "node:crypto";
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { createRequire } from "node:module";
-import { luaScripts } from "@rendezvous/engine";
+import { luaScripts, prefixedScript } from "@rendezvous/engine";
 import { ADD_ONE, JOB_ADDS_LUA, STEP_LUA } from "@rendezvous/workers";
 import type { Redis } from "ioredis";
 import { info } from "./redis.js";
@@ -97,8 +97,8 @@ function knownScripts(): { shas: Map<string, Known>; prefixes: Array<[string, Kn
     ...Object.values(bull).map((s): [string, Known] => [s.content, { name: `bullmq ${s.name}`, step: "BullMQ" }]),
     [JOB_ADDS_LUA, { name: JOB_ADDS_NAME, step: "BullMQ" }],
     [STEP_LUA, { name: STEP_CALL_NAME, step: "dispatch" }],
-    // (loaded with BullMQ's addStandardJob before it: engine run.ts prefixedScript)
-    [`${ADD_ONE}\n${luaScripts.ingestDispatchEvents.lua}`, { name: ACCEPT_JOBS_NAME, step: "ingest + match + jobs" }],
+    // (loaded with BullMQ's addStandardJob before it, as the engine composes it)
+    [prefixedScript("ingestDispatchEvents", ADD_ONE).lua, { name: ACCEPT_JOBS_NAME, step: "ingest + match + jobs" }],
   ];
   shas = new Map(all.map(([lua, k]) => [createHash("sha1").update(lua).digest("hex"), k]));
   prefixes = all.map(([lua, k]) => [lua.slice(0, 100), k]);

@@ -190,5 +190,5 @@ export {
 export type { BatchAnnotation } from "./transitions/annotateWaits.js";
 export type { AcceptJobs } from "./transitions/ingestEvents.js";
 export { Code, type CodeName, type CodeValue } from "./transitions/replies.js";
-export { type ArgValue, foreignScript, type ScriptCall } from "./transitions/run.js";
+export { type ArgValue, foreignScript, prefixedScript, type ScriptCall } from "./transitions/run.js";
 export { LuaScript } from "./transitions/script-command.js";
