@@ -71,11 +71,10 @@ local function scalarJson(v)
   return nil
 end
 
--- An event reference ({pr, id, at, sid}) as the view's EventRef, without its closing brace.
-local function eventRefOpen(ev)
-  return '{"producer":' .. cjson.encode(ev["pr"]) .. ',"id":' .. cjson.encode(ev["id"])
-    .. ',"acceptedAt":"' .. isoText(ev["at"]) .. '","streamId":' .. cjson.encode(ev["sid"])
-end
+-- Every string a script makes is hashed byte by byte as Redis's Lua interns it, so the view
+-- is written as one concatenation where it can be: a part joined into a string of its own
+-- and then into the view would have its bytes hashed twice. (A table of pieces joined once
+-- costs more in table work than it spares.)
 
 -- Raw JSON text kept by the API (metadata, a payload), or null.
 local function rawJson(raw)
@@ -85,43 +84,55 @@ local function rawJson(raw)
   return raw
 end
 
+-- The view's names of the resolution kinds.
+local KINDS = { e = "event", t = "timeout", c = "cancel", d = "deliver", k = "token" }
+
 -- A history entry as the view's HistoryEntry, or nil when one of its fields is not a
--- scalar the view writes as is.
+-- scalar the view writes as is: its time and what, its event, deadline, external job id
+-- and kind where it has them, then any other field as it is.
 local function historyJson(h)
-  local parts = { '{"at":"' .. isoText(h["at"]) .. '","what":' .. cjson.encode(h["w"]) }
-  local k = h["k"]
+  local ev, dl, j, k = h["ev"], h["dl"], h["j"], h["k"]
+  if ev ~= nil and type(ev) ~= "table" then
+    return nil
+  end
+  local rest = ""
   for f, v in pairs(h) do
-    if f == "ev" then
-      if type(v) ~= "table" then
-        return nil
-      end
-      parts[#parts + 1] = '"event":' .. eventRefOpen(v) .. "}"
-    elseif f == "dl" then
-      if type(v) == "number" then
-        parts[#parts + 1] = '"deadline":"' .. isoText(v) .. '"'
-      end
-    elseif f == "j" then
-      if type(v) == "string" then
-        parts[#parts + 1] = '"externalJobId":' .. cjson.encode(v)
-      end
-    elseif f == "k" then
-      if type(v) == "string" then
-        local kind = v == "e" and "event" or v == "t" and "timeout" or v == "c" and "cancel"
-          or v == "d" and "deliver" or v == "k" and "token" or v
-        parts[#parts + 1] = '"kind":' .. cjson.encode(kind)
-      end
-    elseif f ~= "at" and f ~= "w" and f ~= "o" then
+    if f ~= "at" and f ~= "w" and f ~= "o" and f ~= "ev" and f ~= "dl" and f ~= "j" and f ~= "k" then
       local text = scalarJson(v)
       if text == nil then
         return nil
       end
-      parts[#parts + 1] = cjson.encode(f) .. ":" .. text
+      rest = rest .. "," .. cjson.encode(f) .. ":" .. text
     end
   end
-  if h["w"] == "resolved" and (k == "e" or k == "d" or k == "k") then
-    parts[#parts + 1] = '"outcome":"' .. (h["o"] == "f" and "failure" or "success") .. '"'
+  if type(dl) ~= "number" then
+    dl = nil
   end
-  return table.concat(parts, ",") .. "}"
+  if type(j) ~= "string" then
+    j = nil
+  end
+  if type(k) ~= "string" then
+    k = nil
+  end
+  local outcome = ""
+  if h["w"] == "resolved" and (k == "e" or k == "d" or k == "k") then
+    outcome = h["o"] == "f" and ',"outcome":"failure"' or ',"outcome":"success"'
+  end
+  return '{"at":"' .. isoText(h["at"]) .. '","what":' .. cjson.encode(h["w"])
+    .. (ev and ',"event":{"producer":' or "") .. (ev and cjson.encode(ev["pr"]) or "")
+    .. (ev and ',"id":' or "") .. (ev and cjson.encode(ev["id"]) or "")
+    .. (ev and ',"acceptedAt":"' or "") .. (ev and isoText(ev["at"]) or "")
+    .. (ev and '","streamId":' or "") .. (ev and cjson.encode(ev["sid"]) or "") .. (ev and "}" or "")
+    .. (dl and ',"deadline":"' or "") .. (dl and isoText(dl) or "") .. (dl and '"' or "")
+    .. (j and ',"externalJobId":' or "") .. (j and cjson.encode(j) or "")
+    .. (k and ',"kind":' or "") .. (k and cjson.encode(KINDS[k] or k) or "")
+    .. rest .. outcome .. "}"
+end
+
+-- An event reference ({pr, id, at, sid}) as the view's EventRef (a late event).
+local function eventRefJson(ev)
+  return '{"producer":' .. cjson.encode(ev["pr"]) .. ',"id":' .. cjson.encode(ev["id"])
+    .. ',"acceptedAt":"' .. isoText(ev["at"]) .. '","streamId":' .. cjson.encode(ev["sid"]) .. "}"
 end
 
 -- The view of wait `waitId`, a plain wait resolved by an event (decoded record `wait`),
@@ -133,51 +144,46 @@ local function waitViewJson(waitId, wait)
     return nil
   end
   local tenant, eventType, correlationId = matchKeyParts(wait["mk"])
-  -- (the texts written twice, made once)
-  local createdAt = isoText(wait["ca"])
-  local deadline = wait["dl"] and '"' .. isoText(wait["dl"]) .. '"' or "null"
-  local registered = '{"at":"' .. createdAt .. '","what":"registered"'
-  if wait["d0"] ~= nil then
-    registered = registered .. ',"deadline":"' .. isoText(wait["d0"]) .. '"'
-  elseif wait["dl"] ~= nil then
-    registered = registered .. ',"deadline":' .. deadline
-  end
-  if wait["sn"] ~= nil then
-    registered = registered .. ',"since":"' .. isoText(wait["sn"]) .. '"'
-  end
-  local history = { registered .. "}" }
+  -- the stored history after the registration's entry (mostly one or two entries)
+  local history = ""
   for _, h in ipairs(wait["h"] or {}) do
     local text = historyJson(h)
     if text == nil then
       return nil
     end
-    history[#history + 1] = text
+    history = history .. "," .. text
   end
-  local late = {}
-  for _, ev in ipairs(wait["late"] or {}) do
-    late[#late + 1] = eventRefOpen(ev) .. "}"
+  local late = ""
+  for i, ev in ipairs(wait["late"] or {}) do
+    late = late .. (i > 1 and "," or "") .. eventRefJson(ev)
   end
-  local ev = res["ev"]
-  local resolution = '{"kind":"event","at":"' .. isoText(res["at"]) .. '","event":' .. eventRefOpen(ev)
-    .. ',"payload":' .. rawJson(ev["pl"]) .. '},"outcome":"success"'
-  if res["dl"] ~= nil then
-    resolution = resolution .. ',"deadline":"' .. isoText(res["dl"]) .. '"'
-  end
-  local function isoOrNull(ms)
-    return ms == nil and "null" or '"' .. isoText(ms) .. '"'
-  end
-  local token = wait["ti"] == nil and "null" or '{"issuedAt":"' .. isoText(wait["ti"]) .. '"}'
-  local heartbeat = "null"
-  if wait["hb"] ~= nil then
-    heartbeat = '{"intervalMs":' .. intText(wait["hb"]) .. ',"count":' .. intText(wait["hbn"] or 0)
-      .. ',"lastAt":' .. isoOrNull(wait["hbl"]) .. "}"
-  end
+  local createdAt = isoText(wait["ca"])
+  local dl, sn, d0, hb, hbl, ti = wait["dl"], wait["sn"], wait["d0"], wait["hb"], wait["hbl"], wait["ti"]
+  local deadline = dl and isoText(dl)
+  local since = sn and isoText(sn)
+  -- (the registration's deadline: the first one, where a heartbeat moved it since)
+  local registeredDeadline = d0 and isoText(d0) or deadline
+  local ev, resDl = res["ev"], res["dl"]
   return '{"id":' .. cjson.encode(waitId) .. ',"tenant":' .. cjson.encode(tenant)
     .. ',"runId":' .. cjson.encode(wait["r"]) .. ',"position":' .. cjson.encode(wait["p"])
     .. ',"eventType":' .. cjson.encode(eventType) .. ',"correlationId":' .. cjson.encode(correlationId)
-    .. ',"state":"resolved","createdAt":"' .. createdAt .. '","deadline":' .. deadline
-    .. ',"since":' .. isoOrNull(wait["sn"]) .. ',"externalJobId":' .. (wait["j"] and cjson.encode(wait["j"]) or "null")
-    .. ',"metadata":' .. rawJson(wait["m"]) .. ',"resolution":' .. resolution .. '},"consumption":null'
-    .. ',"lateEvents":[' .. table.concat(late, ",") .. '],"history":[' .. table.concat(history, ",") .. "]"
-    .. ',"token":' .. token .. ',"heartbeat":' .. heartbeat .. "}"
+    .. ',"state":"resolved","createdAt":"' .. createdAt
+    .. (deadline and '","deadline":"' or '","deadline":null') .. (deadline or "") .. (deadline and '"' or "")
+    .. (since and ',"since":"' or ',"since":null') .. (since or "") .. (since and '"' or "")
+    .. ',"externalJobId":' .. (wait["j"] and cjson.encode(wait["j"]) or "null")
+    .. ',"metadata":' .. rawJson(wait["m"])
+    .. ',"resolution":{"kind":"event","at":"' .. isoText(res["at"])
+    .. '","event":{"producer":' .. cjson.encode(ev["pr"]) .. ',"id":' .. cjson.encode(ev["id"])
+    .. ',"acceptedAt":"' .. isoText(ev["at"]) .. '","streamId":' .. cjson.encode(ev["sid"])
+    .. ',"payload":' .. rawJson(ev["pl"]) .. '},"outcome":"success"'
+    .. (resDl and ',"deadline":"' or "") .. (resDl and isoText(resDl) or "") .. (resDl and '"' or "")
+    .. '},"consumption":null,"lateEvents":[' .. late
+    .. '],"history":[{"at":"' .. createdAt .. '","what":"registered"'
+    .. (registeredDeadline and ',"deadline":"' or "") .. (registeredDeadline or "") .. (registeredDeadline and '"' or "")
+    .. (since and ',"since":"' or "") .. (since or "") .. (since and '"' or "")
+    .. "}" .. history .. '],"token":' .. (ti and '{"issuedAt":"' or "null") .. (ti and isoText(ti) or "")
+    .. (ti and '"}' or "") .. ',"heartbeat":' .. (hb and '{"intervalMs":' or "null") .. (hb and intText(hb) or "")
+    .. (hb and ',"count":' or "") .. (hb and intText(wait["hbn"] or 0) or "")
+    .. (hb and ',"lastAt":' or "") .. (hb and (hbl and '"' or "null") or "") .. (hb and hbl and isoText(hbl) or "")
+    .. (hb and hbl and '"' or "") .. (hb and "}" or "") .. "}"
 end
