@@ -20,26 +20,9 @@
 -- added: the jobs added so far (counted here) }.
 local function jobHandOff(jobs)
   local opts = cmsgpack.unpack(jobs.opts)
-  -- Each job's arguments and options are MessagePack made once for the call with the job's
-  -- id put in: an array or a map is its header, then its items one after the other (the
-  -- options as a map of fewer than 16 entries, fixmap; any other packing: packed per job).
-  -- Packing the options table again for every job would cost more than the job's own view.
-  local pack, id = cmsgpack.pack, opts["jobId"]
-  opts["jobId"] = nil
-  local entries = 0
-  for _ in pairs(opts) do
-    entries = entries + 1
-  end
-  local rest = pack(opts)
-  local optsHead, optsBody = nil, nil
-  if entries < 15 and string.byte(rest, 1) == 128 + entries then
-    optsHead, optsBody = string.char(129 + entries), string.sub(rest, 2) .. pack("jobId")
-  end
-  opts["jobId"] = id
-  local argsHead, name = "\148" .. pack(jobs.prefix), pack("continuation")
   -- the job's timestamp as text, as BullMQ stores it (a number argument would go through
   -- Redis's "%.17g"): the last resolution time's, which is mostly every job's of the call
-  local atMs, atPacked = nil, nil
+  local atMs, atText = nil, nil
   return function(waitId, wait)
     -- (a wait registered with a trace context: its job carries the context on, the
     -- dispatcher's way)
@@ -52,18 +35,11 @@ local function jobHandOff(jobs)
     end
     local at = wait["res"]["at"]
     if at ~= atMs then
-      atMs, atPacked = at, pack(intText(at))
+      atMs, atText = at, intText(at)
     end
-    local packedId = pack(waitId)
-    local packedOpts
-    if optsHead then
-      packedOpts = optsHead .. optsBody .. packedId
-    else
-      opts["jobId"] = waitId
-      packedOpts = pack(opts)
-    end
+    opts["jobId"] = waitId
     -- (a job BullMQ refuses, or a script error in it, leaves the wait to the dispatcher)
-    local ok, reply = pcall(addOne, jobs.keys, { argsHead .. packedId .. name .. atPacked, data, packedOpts })
+    local ok, reply = pcall(addOne, jobs.keys, { cmsgpack.pack({ jobs.prefix, waitId, "continuation", atText }), data, cmsgpack.pack(opts) })
     if not ok or (type(reply) == "number" and reply < 0) then
       return false
     end
