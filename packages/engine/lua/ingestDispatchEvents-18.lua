@@ -39,9 +39,11 @@
   ARGV[9] matchUpTo    as ingestEvents
   ARGV[10] windowMs    as ingestEvents
   ARGV[11] dedup       as ingestEvents
-  ARGV[12] jobPrefix   the queue's key prefix ("<prefix>:<queue>:", the first of BullMQ's job args)
+  ARGV[12] jobArgs     BullMQ's job arguments as far as the job id: a MessagePack array of 4 and
+                       the queue's key prefix ("<prefix>:<queue>:")
   ARGV[13] jobQueue    the queue's name (continuation_dispatched's queue)
-  ARGV[14] jobOpts     BullMQ's packed job options for the queue (their job id replaced per job)
+  ARGV[14] jobOpts     BullMQ's job options for the queue as far as the job id's value: a
+                       MessagePack map whose last entry is `jobId`, its value left out
   ARGV[15] jobTenant   the encoded tenant: the jobs are added for its waits only
 
   Returns ingestEvents' reply; where it added jobs, { streamId, codes, records, matches,
@@ -61,7 +63,7 @@ end
 local jobs = {
   added = 0,
   keys = { keys.jobWait, keys.jobPaused, keys.jobMeta, keys.jobId, keys.jobCompleted, keys.jobDelayed, keys.jobActive, keys.jobEvents, keys.jobMarker },
-  prefix = ARGV[12],
+  args = ARGV[12],
   queue = ARGV[13],
   opts = ARGV[14],
   tenant = ARGV[15],

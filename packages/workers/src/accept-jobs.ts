@@ -9,12 +9,37 @@
  */
 import { type AcceptJobs, encodeParts } from "@rendezvous/engine";
 import type { Queue } from "bullmq";
-import { unpack } from "msgpackr";
+import { Packr, unpack } from "msgpackr";
 import { CONTINUATION_JOB, continuationJobOpts } from "./handouts.js";
 import { ADD_ONE, collect } from "./job-adds.js";
 
 /** the sample job's id: what the collected arguments must show where the script writes each job's */
 const SAMPLE_ID = "rendezvous-sample-job";
+
+/** MessagePack as BullMQ packs its scripts' arguments */
+const packr = new Packr({ useRecords: false, encodeUndefinedAsNil: true });
+
+/** The header of a MessagePack array (`0x90`) or map (`0x80`) of `n` items. */
+function header(kind: 0x90 | 0x80, n: number): Buffer {
+  if (n < 16) return Buffer.of(kind | n);
+  const b = Buffer.alloc(5);
+  b[0] = kind === 0x90 ? 0xdd : 0xdf;
+  b.writeUInt32BE(n, 1);
+  return b;
+}
+
+/**
+ * The job's options packed as a map whose last entry is `jobId` with its value left out:
+ * the script puts each job's packed id after it (continuation-jobs.lua), so that it packs
+ * no options table per job and unpacks none per call.
+ */
+function optsLessJobId(opts: Record<string, unknown>): Buffer {
+  const entries = Object.entries(opts).filter(([k]) => k !== "jobId");
+  const parts = [header(0x80, entries.length + 1)];
+  for (const [k, v] of entries) parts.push(packr.pack(k), packr.pack(v));
+  parts.push(packr.pack("jobId"));
+  return Buffer.concat(parts);
+}
 
 /**
  * `queue`'s AcceptJobs for the waits of `tenant`, its jobs kept `retentionMs` once
@@ -47,9 +72,9 @@ export async function acceptJobsOf(
   return {
     addOne: ADD_ONE,
     keys: collected.keys,
-    prefix,
+    args: Buffer.concat([header(0x90, 4), packr.pack(prefix)]),
     queue: queue.name,
-    opts: Buffer.from(opts),
+    opts: optsLessJobId(jobOpts),
     tenant: encodeParts(tenant),
   };
 }

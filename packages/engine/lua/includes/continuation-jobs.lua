@@ -14,15 +14,17 @@
 --@include "wait-record"
 --@include "wait-view"
 
--- The hand-off for `jobs` = { keys: BullMQ's 9 keys of the queue, prefix: the queue's key
--- prefix (its jobs' first argument), queue: its name, opts: BullMQ's packed job options,
--- whatever their job id, tenant: the encoded tenant, the prefix of its waits' match keys,
--- added: the jobs added so far (counted here) }.
+-- The hand-off for `jobs` = { keys: BullMQ's 9 keys of the queue, args: a job's packed
+-- arguments as far as its id, queue: the queue's name, opts: BullMQ's packed job options as
+-- far as the job id's value (a MessagePack array and map, their other items packed once by the
+-- process: packages/workers/src/accept-jobs.ts), tenant: the encoded tenant, the prefix of its
+-- waits' match keys, added: the jobs added so far (counted here) }.
 local function jobHandOff(jobs)
-  local opts = cmsgpack.unpack(jobs.opts)
+  local pack = cmsgpack.pack
+  local name = pack("continuation")
   -- the job's timestamp as text, as BullMQ stores it (a number argument would go through
   -- Redis's "%.17g"): the last resolution time's, which is mostly every job's of the call
-  local atMs, atText = nil, nil
+  local atMs, atPacked = nil, nil
   return function(waitId, wait)
     -- (a wait registered with a trace context: its job carries the context on, the
     -- dispatcher's way)
@@ -35,11 +37,11 @@ local function jobHandOff(jobs)
     end
     local at = wait["res"]["at"]
     if at ~= atMs then
-      atMs, atText = at, intText(at)
+      atMs, atPacked = at, pack(intText(at))
     end
-    opts["jobId"] = waitId
+    local id = pack(waitId)
     -- (a job BullMQ refuses, or a script error in it, leaves the wait to the dispatcher)
-    local ok, reply = pcall(addOne, jobs.keys, { cmsgpack.pack({ jobs.prefix, waitId, "continuation", atText }), data, cmsgpack.pack(opts) })
+    local ok, reply = pcall(addOne, jobs.keys, { jobs.args .. id .. name .. atPacked, data, jobs.opts .. id })
     if not ok or (type(reply) == "number" and reply < 0) then
       return false
     end

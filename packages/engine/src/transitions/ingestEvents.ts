@@ -54,11 +54,17 @@ export interface AcceptJobs {
   addOne: string;
   /** the queue's keys, in the order of addStandardJob's KEYS (9) */
   keys: readonly string[];
-  /** the queue's key prefix, "<prefix>:<queue>:" */
-  prefix: string;
+  /**
+   * a job's arguments as far as its id (the first of addStandardJob's ARGV, packed): a
+   * MessagePack array of 4 and the queue's key prefix, "<prefix>:<queue>:"
+   */
+  args: Buffer;
   /** the queue's name */
   queue: string;
-  /** BullMQ's packed options of the queue's continuation jobs (their job id replaced per job) */
+  /**
+   * BullMQ's options of the queue's continuation jobs as far as their job id's value: a
+   * MessagePack map whose last entry is `jobId`, its value the job's id, put after it per job
+   */
   opts: Buffer;
   /** the encoded tenant whose waits' jobs the call adds */
   tenant: string;
@@ -78,7 +84,7 @@ export function ingestDispatchEventsCall(k: PartitionKeys, a: AcceptEventsArgs &
     ...acceptArgs(a),
     windowMs: a.windowMs,
     dedup,
-    jobPrefix: jobs.prefix,
+    jobArgs: jobs.args,
     jobQueue: jobs.queue,
     jobOpts: jobs.opts,
     jobTenant: jobs.tenant,
