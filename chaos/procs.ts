@@ -9,6 +9,7 @@ import { createWriteStream, type WriteStream } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort, type RedisServer, startRedisServer } from "@rendezvous/engine";
+import { refuseStaleBuild } from "../bench/lib/product.js";
 
 const bin = fileURLToPath(new URL("../packages/server/bin/rendezvous.js", import.meta.url));
 
@@ -98,8 +99,10 @@ export class RoleProcess {
    * compiling their TypeScript sources at once on a loaded 2-core machine took over 60 s.
    */
   async start(timeoutMs = 180_000): Promise<void> {
+    const env = { ...process.env, ...this.env };
+    refuseStaleBuild(bin, env);
     const child = spawn(process.execPath, [bin, this.spec.role, ...this.args, "--port", String(this.spec.port)], {
-      env: { ...process.env, ...this.env },
+      env,
       stdio: ["ignore", "pipe", "pipe"],
     });
     this.#child = child;

@@ -5,7 +5,7 @@
  * from /proc (Linux).
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { sleep } from "./stats.js";
@@ -18,6 +18,53 @@ const bin = fileURLToPath(new URL("../../packages/server/bin/rendezvous.js", imp
  */
 export function productBuild(cli = bin): "dist" | "sources" {
   return existsSync(join(dirname(cli), "../dist/cli.js")) ? "dist" : "sources";
+}
+
+/** The packages the CLI runs (packages/server and what it imports). */
+const CLI_PACKAGES = ["protocol", "engine", "http", "workers", "server"];
+
+/** The newest modification time (ms) of the files under `dir`, or 0. */
+function newestMtime(dir: string): number {
+  let newest = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, e.name);
+    newest = Math.max(newest, e.isDirectory() ? newestMtime(path) : statSync(path).mtimeMs);
+  }
+  return newest;
+}
+
+/**
+ * Where a CLI that runs its built JavaScript would run code older than its sources: the
+ * first of its packages whose `src` holds a file newer than anything in its `dist` (edited,
+ * or a Lua script regenerated, since the last `npm run build`); undefined where none is.
+ */
+export function staleBuild(cli = bin): string | undefined {
+  if (productBuild(cli) !== "dist") return undefined;
+  const packages = join(dirname(cli), "../..");
+  for (const name of CLI_PACKAGES) {
+    const src = join(packages, name, "src");
+    const dist = join(packages, name, "dist");
+    if (existsSync(src) && existsSync(dist) && newestMtime(src) > newestMtime(dist)) return `packages/${name}`;
+  }
+  return undefined;
+}
+
+/** The CLIs checked by startRole, and what each was found to be. */
+const checked = new Map<string, string | undefined>();
+
+/**
+ * Refuses to start a CLI whose built JavaScript is older than its sources: a measurement of
+ * it would be of other code than the checkout's (unless the CLI is told to run its sources).
+ */
+export function refuseStaleBuild(cli: string, env: NodeJS.ProcessEnv): void {
+  if (env.RENDEZVOUS_FROM_SOURCE) return;
+  if (!checked.has(cli)) checked.set(cli, staleBuild(cli));
+  const stale = checked.get(cli);
+  if (stale) {
+    throw new Error(
+      `${cli} would run JavaScript older than its sources (${stale}/src is newer than its dist): run npm run build in that checkout, or set RENDEZVOUS_FROM_SOURCE=1`,
+    );
+  }
 }
 
 export type RoleName = "start" | "api" | "matcher" | "dispatcher" | "scheduler";
@@ -51,6 +98,7 @@ export function startRole(
 ): RoleProcess {
   const env: NodeJS.ProcessEnv = { ...process.env, RENDEZVOUS_PREFIX: opts.prefix, LOG_LEVEL: "info", ...opts.env };
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
+  refuseStaleBuild(opts.bin ?? bin, env);
   const child = spawn(
     opts.node ?? process.execPath,
     [
