@@ -84,9 +84,6 @@ local function rawJson(raw)
   return raw
 end
 
--- The view's names of the resolution kinds.
-local KINDS = { e = "event", t = "timeout", c = "cancel", d = "deliver", k = "token" }
-
 -- A history entry as the view's HistoryEntry, or nil when one of its fields is not a
 -- scalar the view writes as is: its time and what, its event, deadline, external job id
 -- and kind where it has them, then any other field as it is.
@@ -125,7 +122,8 @@ local function historyJson(h)
     .. (ev and '","streamId":' or "") .. (ev and cjson.encode(ev["sid"]) or "") .. (ev and "}" or "")
     .. (dl and ',"deadline":"' or "") .. (dl and isoText(dl) or "") .. (dl and '"' or "")
     .. (j and ',"externalJobId":' or "") .. (j and cjson.encode(j) or "")
-    .. (k and ',"kind":' or "") .. (k and cjson.encode(KINDS[k] or k) or "")
+    .. (k and ',"kind":' or "") .. (k and cjson.encode(k == "e" and "event" or k == "t" and "timeout"
+      or k == "c" and "cancel" or k == "d" and "deliver" or k == "k" and "token" or k) or "")
     .. rest .. outcome .. "}"
 end
 
