@@ -127,7 +127,9 @@ local function historyJson(h)
     .. rest .. outcome .. "}"
 end
 
--- An event reference ({pr, id, at, sid}) as the view's EventRef (a late event).
+-- An event reference ({pr, id, at, sid}) as the view's EventRef (a late event). The same
+-- fields are written inline in a history entry's event and in the resolution's (the two every
+-- view has), not through this: a change to the EventRef changes all three.
 local function eventRefJson(ev)
   return '{"producer":' .. cjson.encode(ev["pr"]) .. ',"id":' .. cjson.encode(ev["id"])
     .. ',"acceptedAt":"' .. isoText(ev["at"]) .. '","streamId":' .. cjson.encode(ev["sid"]) .. "}"
