@@ -13,11 +13,12 @@ import { sleep } from "./stats.js";
 const bin = fileURLToPath(new URL("../../packages/server/bin/rendezvous.js", import.meta.url));
 
 /**
- * What a CLI (this checkout's, or another's `packages/server/bin/rendezvous.js`) runs: its
- * built JavaScript when present (npm run build), else its sources through tsx.
+ * What a CLI (this checkout's, or another's `packages/server/bin/rendezvous.js`) runs with
+ * `env`: its built JavaScript when present (npm run build), else, or with
+ * RENDEZVOUS_FROM_SOURCE set, its sources through tsx (as the bin decides).
  */
-export function productBuild(cli = bin): "dist" | "sources" {
-  return existsSync(join(dirname(cli), "../dist/cli.js")) ? "dist" : "sources";
+export function productBuild(cli = bin, env: NodeJS.ProcessEnv = process.env): "dist" | "sources" {
+  return !env.RENDEZVOUS_FROM_SOURCE && existsSync(join(dirname(cli), "../dist/cli.js")) ? "dist" : "sources";
 }
 
 /** The packages the CLI runs (packages/server and what it imports). */
@@ -38,8 +39,8 @@ function newestMtime(dir: string): number {
  * first of its packages whose `src` holds a file newer than anything in its `dist` (edited,
  * or a Lua script regenerated, since the last `npm run build`); undefined where none is.
  */
-export function staleBuild(cli = bin): string | undefined {
-  if (productBuild(cli) !== "dist") return undefined;
+export function staleBuild(cli = bin, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  if (productBuild(cli, env) !== "dist") return undefined;
   const packages = join(dirname(cli), "../..");
   for (const name of CLI_PACKAGES) {
     const src = join(packages, name, "src");
@@ -49,7 +50,7 @@ export function staleBuild(cli = bin): string | undefined {
   return undefined;
 }
 
-/** The CLIs checked by startRole, and what each was found to be. */
+/** The CLIs checked (with their RENDEZVOUS_FROM_SOURCE), and what each was found to be. */
 const checked = new Map<string, string | undefined>();
 
 /**
@@ -57,9 +58,9 @@ const checked = new Map<string, string | undefined>();
  * it would be of other code than the checkout's (unless the CLI is told to run its sources).
  */
 export function refuseStaleBuild(cli: string, env: NodeJS.ProcessEnv): void {
-  if (env.RENDEZVOUS_FROM_SOURCE) return;
-  if (!checked.has(cli)) checked.set(cli, staleBuild(cli));
-  const stale = checked.get(cli);
+  const key = `${cli}\0${env.RENDEZVOUS_FROM_SOURCE ?? ""}`;
+  if (!checked.has(key)) checked.set(key, staleBuild(cli, env));
+  const stale = checked.get(key);
   if (stale) {
     throw new Error(
       `${cli} would run JavaScript older than its sources (${stale}/src is newer than its dist): run npm run build in that checkout, or set RENDEZVOUS_FROM_SOURCE=1`,
