@@ -140,38 +140,34 @@ export class EngineContext {
     split: (reply: unknown, count: number, members: number[]) => T[] = (reply) => (Array.isArray(reply) ? reply : []),
     most = Number.POSITIVE_INFINITY,
   ): Promise<T[]> {
-    const groups = new Map<PartitionKeys, number[]>();
-    for (const i of indices) {
-      const k = partitionOf(i);
-      const members = groups.get(k);
-      if (members) members.push(i);
-      else groups.set(k, [i]);
-    }
-    const entries: Array<[PartitionKeys, number[]]> = [];
-    for (const [k, members] of groups) {
-      for (let from = 0; from < members.length; from += most) entries.push([k, members.slice(from, from + most)]);
-    }
+    const entries = groupByPartition(indices, partitionOf, most);
     const calls = entries.map(([k, members]) => call(k, members));
     const results = await runCalls(this.redis, calls);
-    // one value per item index (a sparse array: items not in `indices` stay empty)
-    const out: T[] = [];
-    let failed: Error | undefined;
-    entries.forEach(([, members], g) => {
-      const [err, value] = results[g] ?? [null, null];
-      if (err) {
-        failed ??= err;
-        return;
-      }
-      const values = split(value, members.length, members);
-      if (values.length !== members.length) {
-        throw new RendezvousError("internal", `${calls[g]?.script}: malformed batch reply`);
-      }
-      members.forEach((i, j) => {
-        out[i] = values[j] as T;
-      });
-    });
-    if (failed) throw failed;
-    return out;
+    return spread(entries, results, split, (g) => calls[g]?.script);
+  }
+
+  /**
+   * perPartition's groups (items of one partition in their order) in ONE call of a script
+   * that takes several partitions (a single Redis only: the call's keys are of several
+   * slots), whose reply `replies` turns into one reply per group, split as perPartition's.
+   */
+  async inOneCall<R, T>(
+    indices: number[],
+    partitionOf: (i: number) => PartitionKeys,
+    call: (groups: ReadonlyArray<readonly [PartitionKeys, number[]]>) => ScriptCall,
+    replies: (reply: unknown, groups: number) => R[],
+    split: (reply: R, count: number, members: number[]) => T[],
+  ): Promise<T[]> {
+    if (isCluster(this.redis)) throw new RendezvousError("internal", "inOneCall: not on a Redis Cluster");
+    const entries = groupByPartition(indices, partitionOf, Number.POSITIVE_INFINITY);
+    const c = call(entries);
+    const each = replies(await runScript(this.redis, c), entries.length);
+    return spread(
+      entries,
+      each.map((r) => [null, r]),
+      split as (reply: unknown, count: number, members: number[]) => T[],
+      () => c.script,
+    );
   }
 
   /**
@@ -193,4 +189,55 @@ export class EngineContext {
       }),
     );
   }
+}
+
+/** Items by partition, in order of first appearance (each group in calls of at most `most`). */
+function groupByPartition(
+  indices: number[],
+  partitionOf: (i: number) => PartitionKeys,
+  most: number,
+): Array<[PartitionKeys, number[]]> {
+  const groups = new Map<PartitionKeys, number[]>();
+  for (const i of indices) {
+    const k = partitionOf(i);
+    const members = groups.get(k);
+    if (members) members.push(i);
+    else groups.set(k, [i]);
+  }
+  const entries: Array<[PartitionKeys, number[]]> = [];
+  for (const [k, members] of groups) {
+    for (let from = 0; from < members.length; from += most) entries.push([k, members.slice(from, from + most)]);
+  }
+  return entries;
+}
+
+/**
+ * Each group's reply (or error) split into one value per member, at the member's item
+ * index (a sparse array: items in no group stay empty); every group that answered is split,
+ * in order, before a failed one is thrown.
+ */
+function spread<T>(
+  entries: ReadonlyArray<readonly [PartitionKeys, number[]]>,
+  results: ReadonlyArray<[Error | null, unknown]>,
+  split: (reply: unknown, count: number, members: number[]) => T[],
+  script: (g: number) => string | undefined,
+): T[] {
+  const out: T[] = [];
+  let failed: Error | undefined;
+  entries.forEach(([, members], g) => {
+    const [err, value] = results[g] ?? [null, null];
+    if (err) {
+      failed ??= err;
+      return;
+    }
+    const values = split(value, members.length, members);
+    if (values.length !== members.length) {
+      throw new RendezvousError("internal", `${script(g)}: malformed batch reply`);
+    }
+    members.forEach((i, j) => {
+      out[i] = values[j] as T;
+    });
+  });
+  if (failed) throw failed;
+  return out;
 }

@@ -3,13 +3,15 @@ import { KeyLayout } from "./keys.js";
 import type { Quotas } from "./quotas.js";
 import type { RedisLike } from "./redis.js";
 import { type AcceptMatcher, IngestSystem } from "./systems/ingest.js";
+import { RejectionsSystem } from "./systems/rejections.js";
 import { ResolutionSystem } from "./systems/resolution.js";
 import { TokensSystem } from "./systems/tokens.js";
 import { WaitsSystem } from "./systems/waits.js";
 
 export type { StoreConfig } from "./engine-context.js";
 export type { Rejection } from "./formats/rejection-record.js";
-export { type AcceptMatcher, type IngestInput, type IngestResult, REJECTIONS_KEPT } from "./systems/ingest.js";
+export type { AcceptMatcher, IngestInput, IngestResult } from "./systems/ingest.js";
+export { REJECTIONS_KEPT } from "./systems/rejections.js";
 export type { TokenCompletion } from "./systems/tokens.js";
 export type { DeliverRequest } from "./systems/waits.js";
 export type { ConsumeResult } from "./transitions/consumeWait.js";
@@ -55,8 +57,9 @@ export class Store {
       ingest.matcher = matcher;
     };
     this.getEvent = ingest.getEvent.bind(ingest);
-    this.recordRejections = ingest.recordRejections.bind(ingest);
-    this.rejections = ingest.rejections.bind(ingest);
+    const rejections = new RejectionsSystem(ctx);
+    this.recordRejections = rejections.recordRejections.bind(rejections);
+    this.rejections = rejections.rejections.bind(rejections);
     this.register = waits.register.bind(waits);
     this.getWait = waits.getWait.bind(waits);
     this.getWaits = waits.getWaits.bind(waits);
@@ -113,8 +116,9 @@ export class Store {
    */
   acceptWith: (matcher: AcceptMatcher | undefined) => void;
   getEvent: IngestSystem["getEvent"];
-  recordRejections: IngestSystem["recordRejections"];
-  rejections: IngestSystem["rejections"];
+  /** systems/rejections.ts */
+  recordRejections: RejectionsSystem["recordRejections"];
+  rejections: RejectionsSystem["rejections"];
 
   /** systems/waits.ts */
   register: WaitsSystem["register"];

@@ -8,8 +8,10 @@
  * tenants whose continuations go elsewhere (a webhook), stay the dispatcher's.
  */
 import type { Resources } from "@rendezvous/engine";
+import type { Wait } from "@rendezvous/protocol";
 import { eventually, makeResources } from "@rendezvous/testkit";
 import { Queue } from "bullmq";
+import type { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
 import { continuationQueueName, Dispatcher, Matcher } from "../src/index.js";
 
@@ -191,6 +193,92 @@ describe("continuations added in the accept", () => {
       // the shaped wait, the traced one and the hooked tenant's went through the dispatcher
       expect(await handoffs(res)).toBe(3);
       expect(await dispatchedCount(res)).toBe(4);
+    });
+  });
+
+  it("takes a step's events of several partitions in one call: each partition's outcome as in a call of its own", async () => {
+    const res = makeResources({ partitions: 8 });
+    await inStart(res, "acme", async () => {
+      const specs = Array.from({ length: 12 }, (_, i) => ({
+        runId: `run-${i}`,
+        position: "a",
+        eventType: "job.done",
+        correlationId: `c-${i}`,
+      }));
+      const waits = [];
+      for (const s of specs) waits.push((await res.store.register("acme", s)).wait);
+      const event = (i: number) => ({ id: `e${i}`, type: "job.done", correlationId: `c-${i}`, payload: { i } });
+      // one event sent before (a duplicate in the step), one for no wait (buffered)
+      await res.store.ingest("acme", "svc", [event(0)]);
+      const partitions = new Set(specs.map((s) => res.store.keys.matchPartition("acme", s.eventType, s.correlationId)));
+      expect(partitions.size).toBeGreaterThan(3);
+
+      // the store's script calls, as Redis saw them (MONITOR)
+      const addr = /addr=(\S+)/.exec(String(await res.redis.client("INFO")))?.[1];
+      const monitor = await (res.connect("monitor") as Redis).monitor();
+      const calls: string[][] = [];
+      monitor.on("monitor", (_time: string, args: string[], source: string) => {
+        if (source.endsWith(addr as string) && /^eval/i.test(args[0] ?? "")) calls.push(args);
+      });
+      const results = await res.store.ingest("acme", "svc", [
+        ...specs.map((_, i) => event(i)),
+        { id: "e-none", type: "job.done", correlationId: "c-none" },
+      ]);
+      await res.redis.ping();
+      await eventually(async () => (calls.length > 0 ? true : undefined));
+      monitor.disconnect();
+      // (the accept's script takes the queue's keys after the partition's: 18 and more; the
+      // other call is the duplicate's note on its wait)
+      const accepts = calls.filter((c) => Number(c[2]) >= 18);
+      expect(accepts).toHaveLength(1);
+      expect(calls).toHaveLength(2);
+
+      expect(results.map((r) => r.status)).toEqual(["duplicate", ...specs.slice(1).map(() => "accepted"), "accepted"]);
+      const ids = waits.map((w) => w.id);
+      const jobs = await eventually(async () => {
+        const found = await jobsOf(res, "acme", ids);
+        return found.every(Boolean) ? found : undefined;
+      });
+      for (const [i, job] of jobs.entries()) {
+        const id = ids[i] as string;
+        // (the re-sent event's duplicate_ignored came after the job was added)
+        const view = await dispatchedView(res, "acme", id);
+        view.history = view.history.filter((h) => h.what !== "duplicate_ignored");
+        expect(job?.data).toEqual(view);
+        const w = await res.store.getWait("acme", id);
+        expect(w?.resolution?.event?.id).toBe(`e${i}`);
+        expect(w?.history.filter((h) => h.what === "continuation_dispatched")).toHaveLength(1);
+      }
+      const none = await res.store.getEvent("acme", "svc", "e-none");
+      expect(none?.status).toBe("buffered");
+      expect(await handoffs(res)).toBe(0);
+      expect(await dispatchedCount(res)).toBe(12);
+      for (let p = 0; p < 8; p++) expect(await res.redis.xlen(res.store.keys.partition(p).outbox)).toBe(0);
+
+      // an event id claimed before with other content: the call writes nothing, and the
+      // step's events take the two steps (that one refused, the others accepted)
+      const more = Array.from({ length: 6 }, (_, i) => ({
+        runId: `run-m${i}`,
+        position: "a",
+        eventType: "job.done",
+        correlationId: `m-${i}`,
+      }));
+      const moreWaits: Wait[] = [];
+      for (const s of more) moreWaits.push((await res.store.register("acme", s)).wait);
+      const second = await res.store.ingest("acme", "svc", [
+        ...more.map((s, i) => ({ id: `m${i}`, type: s.eventType, correlationId: s.correlationId })),
+        { id: "e1", type: "job.done", correlationId: "c-1", payload: { other: true } },
+      ]);
+      expect(second.map((r) => r.status)).toEqual([...more.map(() => "accepted"), "rejected"]);
+      await eventually(async () => {
+        const found = await jobsOf(
+          res,
+          "acme",
+          moreWaits.map((w) => w.id),
+        );
+        return found.every(Boolean) ? found : undefined;
+      });
+      for (const w of moreWaits) expect((await res.store.getWait("acme", w.id))?.state).toBe("resolved");
     });
   });
 });

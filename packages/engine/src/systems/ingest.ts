@@ -1,7 +1,7 @@
 /**
  * Ingest: dedup and append of a producer's events, the `duplicate_ignored` notes on the
- * waits a re-sent event reached, reading an accepted event back, and the refusals
- * remembered for `explain`.
+ * waits a re-sent event reached, and reading an accepted event back (the refusals
+ * remembered for `explain`: rejections.ts).
  */
 
 import { type EventInput, type EventRecord, RendezvousError } from "@rendezvous/protocol";
@@ -22,7 +22,6 @@ import {
 } from "../formats/event-record.js";
 import { waitIdPrefix } from "../formats/index-members.js";
 import { iso } from "../formats/iso.js";
-import { type Rejection, rejectionRecord, toRejections } from "../formats/rejection-record.js";
 import type { StreamEntry, StreamEvent } from "../formats/stream-entries.js";
 import { type TraceCarrier, traceText } from "../formats/trace-context.js";
 import type { PartitionKeys } from "../keys.js";
@@ -46,11 +45,11 @@ import {
   claimAppendEventsCall,
   claimAppendEventsResult,
   ingestDispatchEventsCall,
+  ingestDispatchEventsResults,
   ingestEventsCall,
   ingestEventsResult,
 } from "../transitions/ingestEvents.js";
 import type { Handoff, MatchResult } from "../transitions/matchEvent.js";
-import { recordRejectionCall } from "../transitions/recordRejection.js";
 import { Code, failure } from "../transitions/replies.js";
 import { matchDeltas } from "./resolution.js";
 
@@ -95,9 +94,6 @@ export interface AcceptMatcher {
     dispatched: number,
   ): void;
 }
-
-/** Most refusals kept per match key. */
-export const REJECTIONS_KEPT = 20;
 
 export class IngestSystem {
   /** the matcher the append leaves the match to (acceptEvents); none: appendEvents */
@@ -196,28 +192,46 @@ export class IngestSystem {
             partition: (items[i] as Item).eventPartition,
           })),
         });
-        const one = await this.ctx.perPartition<Appended | undefined>(
-          all,
-          matchPartitionOf,
-          (k, members) => {
-            if (!matcher) return claimAppendEventsCall(k, { ...appendArgs(members), ...claimsOf(members) });
-            const args = { ...acceptArgs(k, members), ...claimsOf(members) };
-            // (no event with a trace context: a traced one is handed out in its span, by the dispatcher)
-            return jobs && args.events.every((e) => !e.trace)
-              ? ingestDispatchEventsCall(k, args, jobs)
-              : ingestEventsCall(k, args);
-          },
-          (reply, count, members) => {
-            let appended: Appended[] | null;
-            if (matcher) {
-              const call = ingestEventsResult(reply);
-              appended = call && accepted(call, members);
-            } else appended = claimAppendEventsResult(reply);
-            if (appended) return appended;
-            twoSteps.push(...members);
-            return new Array(count);
-          },
-        );
+        // a call whose claims met another content's wrote nothing: its events take two steps
+        const settle = (appended: Appended[] | null, count: number, members: number[]) => {
+          if (appended) return appended;
+          twoSteps.push(...members);
+          return new Array<Appended | undefined>(count);
+        };
+        // with the jobs added in the accept, every partition's events in one call (no event
+        // with a trace context: a traced one is handed out in its span, by the dispatcher)
+        const together: number[] = [];
+        const apart: number[] = [];
+        for (const i of all) (jobs && !(items[i] as Item).input.trace ? together : apart).push(i);
+        const one: Array<Appended | undefined> =
+          together.length === 0
+            ? []
+            : await this.ctx.inOneCall(
+                together,
+                matchPartitionOf,
+                (groups) =>
+                  ingestDispatchEventsCall(
+                    groups.map(([k, members]) => ({ k, args: { ...acceptArgs(k, members), ...claimsOf(members) } })),
+                    jobs as AcceptJobs,
+                  ),
+                ingestDispatchEventsResults,
+                (call, count, members) => settle(call && accepted(call, members), count, members),
+              );
+        if (apart.length > 0) {
+          const other = await this.ctx.perPartition<Appended | undefined>(
+            apart,
+            matchPartitionOf,
+            (k, members) =>
+              matcher
+                ? ingestEventsCall(k, { ...acceptArgs(k, members), ...claimsOf(members) })
+                : claimAppendEventsCall(k, { ...appendArgs(members), ...claimsOf(members) }),
+            (reply, count, members) => {
+              const call = matcher ? ingestEventsResult(reply) : null;
+              return settle(matcher ? call && accepted(call, members) : claimAppendEventsResult(reply), count, members);
+            },
+          );
+          for (const i of apart) one[i] = other[i];
+        }
         for (const i of all) {
           const outcome = one[i];
           if (outcome === undefined) continue;
@@ -354,44 +368,5 @@ export class IngestSystem {
     if (!dedupRaw) return null;
     const raw = await redis.hget(keys.partition(dedupMatchPartition(dedupRaw)).events, eventField(eventKey));
     return raw ? parseEventRecord(raw, this.ctx.now() ?? Date.now()) : null;
-  }
-
-  /**
-   * Remembers refused events (capped per match key, kept for retention), one
-   * pipelined round trip. Only events whose type and correlation id are readable
-   * can be placed; the caller skips the others.
-   */
-  async recordRejections(
-    tenant: string,
-    refusals: Array<{
-      producer: string;
-      eventType: string;
-      correlationId: string;
-      eventId?: string;
-      reason: string;
-      detail?: string;
-    }>,
-  ): Promise<void> {
-    const { keys, config } = this.ctx;
-    const now = this.ctx.now();
-    await this.ctx.runAll(
-      refusals.map((r) =>
-        recordRejectionCall(keys.partition(keys.matchPartition(tenant, r.eventType, r.correlationId)), {
-          matchKey: keys.matchKey(tenant, r.eventType, r.correlationId),
-          refusal: rejectionRecord(r),
-          cap: REJECTIONS_KEPT,
-          keepMs: config.retentionMs,
-          now,
-        }),
-      ),
-    );
-  }
-
-  /** The refusals remembered for a match key, oldest first. */
-  async rejections(tenant: string, eventType: string, correlationId: string): Promise<Rejection[]> {
-    const { keys } = this.ctx;
-    const k = keys.partition(keys.matchPartition(tenant, eventType, correlationId));
-    const raw = await this.ctx.redis.hget(k.rejected, keys.matchKey(tenant, eventType, correlationId));
-    return raw ? toRejections(raw) : [];
   }
 }

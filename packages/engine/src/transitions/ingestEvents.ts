@@ -4,6 +4,7 @@
  * matcher, with appendEvents (lua/claimAppendEvents-3.lua).
  */
 
+import { RendezvousError } from "@rendezvous/protocol";
 import { luaScripts } from "../generated/lua.js";
 import type { PartitionKeys } from "../keys.js";
 import { type AcceptEventsArgs, type Accepted, acceptArgs, acceptEventsResult } from "./acceptEvents.js";
@@ -70,28 +71,59 @@ export interface AcceptJobs {
   tenant: string;
 }
 
-/** The header's names of the queue's keys (KEYS[10..18], after the partition's nine), in their order. */
-const JOB_KEYS = (luaScripts.ingestDispatchEvents.keys as readonly string[]).slice(9, 18);
+/** The header's names of a partition's keys (KEYS[1..9]) and of the queue's (KEYS[10..18]), in their order. */
+const NAMES = luaScripts.ingestDispatchEvents.keys as readonly string[];
+const PARTITION_KEYS = NAMES.slice(0, 9) as ReadonlyArray<keyof PartitionKeys>;
+const JOB_KEYS = NAMES.slice(9, 18);
 
-/** ingestEventsCall that also adds the continuation jobs of the waits it resolves, on `jobs`' queue (no traces: never with tracing). */
-export function ingestDispatchEventsCall(k: PartitionKeys, a: AcceptEventsArgs & Claims, jobs: AcceptJobs): ScriptCall {
-  const { restKeys, dedup } = claimsOf(a);
-  const named: Record<string, string> = { ...(k as unknown as Record<string, string>) };
+/** One partition's part of an ingestDispatchEvents call: its keys, and its accept's arguments with its events' claims. */
+export interface PartitionAccept {
+  k: PartitionKeys;
+  args: AcceptEventsArgs & Claims;
+}
+
+/**
+ * ingestEventsCall that also adds the continuation jobs of the waits it resolves, on `jobs`'
+ * queue (no traces: never with tracing), for the events of one or more partitions of a
+ * single Redis (`parts`, at least one; their fanout cap, retention, matchers, hand-off,
+ * clock and dedup window are the first's).
+ */
+export function ingestDispatchEventsCall(parts: readonly PartitionAccept[], jobs: AcceptJobs): ScriptCall {
+  const [first, ...others] = parts as [PartitionAccept, ...PartitionAccept[]];
+  const { restKeys, dedup } = claimsOf({ windowMs: first.args.windowMs, claims: parts.flatMap((p) => p.args.claims) });
+  const named: Record<string, string> = { ...(first.k as unknown as Record<string, string>) };
   JOB_KEYS.forEach((name, i) => {
     named[name] = jobs.keys[i] as string;
   });
+  const more = new Packer(others.length * 256);
+  for (const p of others) {
+    const a = acceptArgs(p.args);
+    more.field(String(a.keepMs)).field(a.idPrefix).bytes(a.events);
+  }
   const call = keyedCall("ingestDispatchEvents", named as Parameters<typeof keyedCall<"ingestDispatchEvents">>[1], {
-    ...acceptArgs(a),
-    windowMs: a.windowMs,
+    ...acceptArgs(first.args),
+    windowMs: first.args.windowMs,
     dedup,
     jobArgs: jobs.args,
     jobQueue: jobs.queue,
     jobOpts: jobs.opts,
     jobTenant: jobs.tenant,
+    others: more.done(),
   });
+  for (const p of others) for (const name of PARTITION_KEYS) call.keys.push(p.k[name] as string);
   call.keys.push(...restKeys);
   call.lua = prefixedScript("ingestDispatchEvents", jobs.addOne);
   return call;
+}
+
+/** ingestDispatchEvents' reply: one ingestEventsResult per partition of the call, in order. */
+export function ingestDispatchEventsResults(reply: unknown, parts: number): Array<Accepted | null> {
+  if (reply === Code.CONFLICT) return new Array(parts).fill(null);
+  const replies = reply as unknown[];
+  if (!Array.isArray(replies) || replies.length !== parts) {
+    throw new RendezvousError("internal", "ingestDispatchEvents: malformed reply");
+  }
+  return replies.map(acceptEventsResult);
 }
 
 /** ingestEvents' reply: acceptEvents', or null when an event was claimed before with other content (nothing written). */
