@@ -57,6 +57,12 @@ local function matchKeyParts(mk)
   return string.sub(mk, s1, e1), string.sub(mk, s2, e2), string.sub(mk, s3, e3)
 end
 
+-- Strings the product makes or refuses unless they are of letters, digits, ".", "_" and "-"
+-- (docs/api.md: tenant and producer names, event types; wait ids, stream ids, the history's
+-- and the resolutions' words) are written between quotes as they are: no escape can be
+-- needed, and cjson.encode would make a string of each (a C call, its bytes hashed). Any
+-- other string (a run id, a position, a correlation or event id) is cjson's.
+
 -- A JSON value of the view: a string, an integer, a boolean; nil for anything else
 -- (a table, a fraction: the view is then left to the dispatcher).
 local function scalarJson(v)
@@ -89,7 +95,7 @@ end
 -- and kind where it has them, then any other field as it is.
 local function historyJson(h)
   local ev, dl, j, k = h["ev"], h["dl"], h["j"], h["k"]
-  if ev ~= nil and type(ev) ~= "table" then
+  if (ev ~= nil and type(ev) ~= "table") or type(h["w"]) ~= "string" then
     return nil
   end
   local rest = ""
@@ -115,15 +121,15 @@ local function historyJson(h)
   if h["w"] == "resolved" and (k == "e" or k == "d" or k == "k") then
     outcome = h["o"] == "f" and ',"outcome":"failure"' or ',"outcome":"success"'
   end
-  return '{"at":"' .. isoText(h["at"]) .. '","what":' .. cjson.encode(h["w"])
-    .. (ev and ',"event":{"producer":' or "") .. (ev and cjson.encode(ev["pr"]) or "")
-    .. (ev and ',"id":' or "") .. (ev and cjson.encode(ev["id"]) or "")
+  return '{"at":"' .. isoText(h["at"]) .. '","what":"' .. h["w"] .. '"'
+    .. (ev and ',"event":{"producer":"' or "") .. (ev and ev["pr"] or "")
+    .. (ev and '","id":' or "") .. (ev and cjson.encode(ev["id"]) or "")
     .. (ev and ',"acceptedAt":"' or "") .. (ev and isoText(ev["at"]) or "")
-    .. (ev and '","streamId":' or "") .. (ev and cjson.encode(ev["sid"]) or "") .. (ev and "}" or "")
+    .. (ev and '","streamId":"' or "") .. (ev and ev["sid"] or "") .. (ev and '"}' or "")
     .. (dl and ',"deadline":"' or "") .. (dl and isoText(dl) or "") .. (dl and '"' or "")
     .. (j and ',"externalJobId":' or "") .. (j and cjson.encode(j) or "")
-    .. (k and ',"kind":' or "") .. (k and cjson.encode(k == "e" and "event" or k == "t" and "timeout"
-      or k == "c" and "cancel" or k == "d" and "deliver" or k == "k" and "token" or k) or "")
+    .. (k and ',"kind":"' or "") .. (k and (k == "e" and "event" or k == "t" and "timeout"
+      or k == "c" and "cancel" or k == "d" and "deliver" or k == "k" and "token" or k) or "") .. (k and '"' or "")
     .. rest .. outcome .. "}"
 end
 
@@ -131,8 +137,8 @@ end
 -- fields are written inline in a history entry's event and in the resolution's (the two every
 -- view has), not through this: a change to the EventRef changes all three.
 local function eventRefJson(ev)
-  return '{"producer":' .. cjson.encode(ev["pr"]) .. ',"id":' .. cjson.encode(ev["id"])
-    .. ',"acceptedAt":"' .. isoText(ev["at"]) .. '","streamId":' .. cjson.encode(ev["sid"]) .. "}"
+  return '{"producer":"' .. ev["pr"] .. '","id":' .. cjson.encode(ev["id"])
+    .. ',"acceptedAt":"' .. isoText(ev["at"]) .. '","streamId":"' .. ev["sid"] .. '"}'
 end
 
 -- The view of wait `waitId`, a plain wait resolved by an event (decoded record `wait`),
@@ -164,18 +170,18 @@ local function waitViewJson(waitId, wait)
   -- (the registration's deadline: the first one, where a heartbeat moved it since)
   local registeredDeadline = d0 and isoText(d0) or deadline
   local ev, resDl = res["ev"], res["dl"]
-  return '{"id":' .. cjson.encode(waitId) .. ',"tenant":' .. cjson.encode(tenant)
-    .. ',"runId":' .. cjson.encode(wait["r"]) .. ',"position":' .. cjson.encode(wait["p"])
-    .. ',"eventType":' .. cjson.encode(eventType) .. ',"correlationId":' .. cjson.encode(correlationId)
+  return '{"id":"' .. waitId .. '","tenant":"' .. tenant
+    .. '","runId":' .. cjson.encode(wait["r"]) .. ',"position":' .. cjson.encode(wait["p"])
+    .. ',"eventType":"' .. eventType .. '","correlationId":' .. cjson.encode(correlationId)
     .. ',"state":"resolved","createdAt":"' .. createdAt
     .. (deadline and '","deadline":"' or '","deadline":null') .. (deadline or "") .. (deadline and '"' or "")
     .. (since and ',"since":"' or ',"since":null') .. (since or "") .. (since and '"' or "")
     .. ',"externalJobId":' .. (wait["j"] and cjson.encode(wait["j"]) or "null")
     .. ',"metadata":' .. rawJson(wait["m"])
     .. ',"resolution":{"kind":"event","at":"' .. isoText(res["at"])
-    .. '","event":{"producer":' .. cjson.encode(ev["pr"]) .. ',"id":' .. cjson.encode(ev["id"])
-    .. ',"acceptedAt":"' .. isoText(ev["at"]) .. '","streamId":' .. cjson.encode(ev["sid"])
-    .. ',"payload":' .. rawJson(ev["pl"]) .. '},"outcome":"success"'
+    .. '","event":{"producer":"' .. ev["pr"] .. '","id":' .. cjson.encode(ev["id"])
+    .. ',"acceptedAt":"' .. isoText(ev["at"]) .. '","streamId":"' .. ev["sid"]
+    .. '","payload":' .. rawJson(ev["pl"]) .. '},"outcome":"success"'
     .. (resDl and ',"deadline":"' or "") .. (resDl and isoText(resDl) or "") .. (resDl and '"' or "")
     .. '},"consumption":null,"lateEvents":[' .. late
     .. '],"history":[{"at":"' .. createdAt .. '","what":"registered"'
