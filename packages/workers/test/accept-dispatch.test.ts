@@ -47,6 +47,13 @@ async function jobsOf(res: Resources, tenant: string, ids: string[]) {
   }
 }
 
+/** The jobs of `ids` on the tenant's queue, once every one of them is there. */
+const allJobs = (res: Resources, tenant: string, ids: string[]) =>
+  eventually(async () => {
+    const found = await jobsOf(res, tenant, ids);
+    return found.every(Boolean) ? found : undefined;
+  });
+
 /** The Wait a job carries: the wait's record as read now, less what came after its dispatch. */
 async function dispatchedView(res: Resources, tenant: string, waitId: string) {
   const w = await res.store.getWait(tenant, waitId);
@@ -116,10 +123,7 @@ describe("continuations added in the accept", () => {
       }));
       await res.store.ingest("acme", "svc", events);
       const ids = waits.map((w) => w.id);
-      const jobs = await eventually(async () => {
-        const found = await jobsOf(res, "acme", ids);
-        return found.every(Boolean) ? found : undefined;
-      });
+      const jobs = await allJobs(res, "acme", ids);
       for (const [i, job] of jobs.entries()) {
         const id = ids[i] as string;
         expect(job?.name).toBe("continuation");
@@ -175,14 +179,8 @@ describe("continuations added in the accept", () => {
         { id: "e5", type: "job.done", correlationId: "c-t" },
       ]);
       await res.store.ingest("hooked", "svc", [{ id: "e4", type: "job.done", correlationId: "c-p" }]);
-      const [sJob, pJob, tJob] = await eventually(async () => {
-        const found = await jobsOf(res, "acme", [s.id, p.id, t.id]);
-        return found.every(Boolean) ? found : undefined;
-      });
-      const [hJob] = await eventually(async () => {
-        const found = await jobsOf(res, "hooked", [h.id]);
-        return found.every(Boolean) ? found : undefined;
-      });
+      const [sJob, pJob, tJob] = await allJobs(res, "acme", [s.id, p.id, t.id]);
+      const [hJob] = await allJobs(res, "hooked", [h.id]);
       expect(sJob?.data).toEqual(await dispatchedView(res, "acme", s.id));
       expect(hJob?.data).toEqual(await dispatchedView(res, "hooked", h.id));
       expect(tJob?.data).toEqual(await dispatchedView(res, "acme", t.id));
@@ -235,10 +233,7 @@ describe("continuations added in the accept", () => {
 
       expect(results.map((r) => r.status)).toEqual(["duplicate", ...specs.slice(1).map(() => "accepted"), "accepted"]);
       const ids = waits.map((w) => w.id);
-      const jobs = await eventually(async () => {
-        const found = await jobsOf(res, "acme", ids);
-        return found.every(Boolean) ? found : undefined;
-      });
+      const jobs = await allJobs(res, "acme", ids);
       for (const [i, job] of jobs.entries()) {
         const id = ids[i] as string;
         // (the re-sent event's duplicate_ignored came after the job was added)
@@ -270,14 +265,11 @@ describe("continuations added in the accept", () => {
         { id: "e1", type: "job.done", correlationId: "c-1", payload: { other: true } },
       ]);
       expect(second.map((r) => r.status)).toEqual([...more.map(() => "accepted"), "rejected"]);
-      await eventually(async () => {
-        const found = await jobsOf(
-          res,
-          "acme",
-          moreWaits.map((w) => w.id),
-        );
-        return found.every(Boolean) ? found : undefined;
-      });
+      await allJobs(
+        res,
+        "acme",
+        moreWaits.map((w) => w.id),
+      );
       for (const w of moreWaits) expect((await res.store.getWait("acme", w.id))?.state).toBe("resolved");
     });
   });
