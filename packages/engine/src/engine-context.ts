@@ -147,26 +147,49 @@ export class EngineContext {
   }
 
   /**
-   * perPartition's groups (items of one partition in their order) in ONE call of a script
-   * that takes several partitions (a single Redis only: the call's keys are of several
-   * slots), whose reply `replies` turns into one reply per group, split as perPartition's.
+   * perPartition's groups (items of one partition in their order) in calls of a script that
+   * takes several partitions (a single Redis only: a call's keys are of several slots), each
+   * call of whole groups and of at most `most` items in all (a larger group alone: a call's
+   * length bounds how long its script holds Redis), sent in one round trip. `replies` turns
+   * a call's reply into one reply per group of it, split as perPartition's.
    */
-  async inOneCall<R, T>(
+  async acrossPartitions<R, T>(
     indices: number[],
     partitionOf: (i: number) => PartitionKeys,
     call: (groups: ReadonlyArray<readonly [PartitionKeys, number[]]>) => ScriptCall,
     replies: (reply: unknown, groups: number) => R[],
     split: (reply: R, count: number, members: number[]) => T[],
+    most: number,
   ): Promise<T[]> {
-    if (isCluster(this.redis)) throw new RendezvousError("internal", "inOneCall: not on a Redis Cluster");
-    const entries = groupByPartition(indices, partitionOf, Number.POSITIVE_INFINITY);
-    const c = call(entries);
-    const each = replies(await runScript(this.redis, c), entries.length);
+    if (isCluster(this.redis)) throw new RendezvousError("internal", "acrossPartitions: not on a Redis Cluster");
+    const bundles: Array<Array<[PartitionKeys, number[]]>> = [];
+    let size = Number.POSITIVE_INFINITY;
+    for (const group of groupByPartition(indices, partitionOf, Number.POSITIVE_INFINITY)) {
+      if (size + group[1].length > most) {
+        bundles.push([]);
+        size = 0;
+      }
+      bundles.at(-1)?.push(group);
+      size += group[1].length;
+    }
+    const calls = bundles.map(call);
+    const results = await runCalls(this.redis, calls);
+    // one [error, reply] per group, in the groups' order
+    const each: Array<[Error | null, unknown]> = [];
+    const script: string[] = [];
+    bundles.forEach((bundle, n) => {
+      const [err, value] = results[n] ?? [null, null];
+      const parts = err ? bundle.map(() => null) : replies(value, bundle.length);
+      for (const r of parts) {
+        each.push([err, r]);
+        script.push(calls[n]?.script ?? "");
+      }
+    });
     return spread(
-      entries,
-      each.map((r) => [null, r]),
+      bundles.flat(),
+      each,
       split as (reply: unknown, count: number, members: number[]) => T[],
-      () => c.script,
+      (g) => script[g],
     );
   }
 

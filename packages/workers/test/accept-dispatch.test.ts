@@ -211,25 +211,33 @@ describe("continuations added in the accept", () => {
       const partitions = new Set(specs.map((s) => res.store.keys.matchPartition("acme", s.eventType, s.correlationId)));
       expect(partitions.size).toBeGreaterThan(3);
 
-      // the store's script calls, as Redis saw them (MONITOR)
+      // the store's script calls, as Redis saw them (MONITOR): the accept's take the queue's
+      // keys after the partition's (18 keys and more)
       const addr = /addr=(\S+)/.exec(String(await res.redis.client("INFO")))?.[1];
       const monitor = await (res.connect("monitor") as Redis).monitor();
-      const calls: string[][] = [];
+      const seen: string[][] = [];
       monitor.on("monitor", (_time: string, args: string[], source: string) => {
-        if (source.endsWith(addr as string) && /^eval/i.test(args[0] ?? "")) calls.push(args);
+        if (source.endsWith(addr as string)) seen.push(args);
       });
-      const results = await res.store.ingest("acme", "svc", [
-        ...specs.map((_, i) => event(i)),
-        { id: "e-none", type: "job.done", correlationId: "c-none" },
-      ]);
-      await res.redis.ping();
-      await eventually(async () => (calls.length > 0 ? true : undefined));
-      monitor.disconnect();
-      // (the accept's script takes the queue's keys after the partition's: 18 and more; the
-      // other call is the duplicate's note on its wait)
-      const accepts = calls.filter((c) => Number(c[2]) >= 18);
-      expect(accepts).toHaveLength(1);
-      expect(calls).toHaveLength(2);
+      const scriptCalls = async <T>(body: () => Promise<T>) => {
+        const from = seen.length;
+        const out = await body();
+        const mark = `mark-${from}`;
+        await res.redis.echo(mark);
+        await eventually(async () => (seen.some((a) => a[1] === mark) ? true : undefined));
+        const calls = seen.slice(from).filter((a) => /^eval/i.test(a[0] ?? ""));
+        return { out, calls, accepts: calls.filter((c) => Number(c[2]) >= 18) };
+      };
+      const step = await scriptCalls(() =>
+        res.store.ingest("acme", "svc", [
+          ...specs.map((_, i) => event(i)),
+          { id: "e-none", type: "job.done", correlationId: "c-none" },
+        ]),
+      );
+      const results = step.out;
+      // (the other call is the duplicate's note on its wait)
+      expect(step.accepts).toHaveLength(1);
+      expect(step.calls).toHaveLength(2);
 
       expect(results.map((r) => r.status)).toEqual(["duplicate", ...specs.slice(1).map(() => "accepted"), "accepted"]);
       const ids = waits.map((w) => w.id);
@@ -271,6 +279,35 @@ describe("continuations added in the accept", () => {
         moreWaits.map((w) => w.id),
       );
       for (const w of moreWaits) expect((await res.store.getWait("acme", w.id))?.state).toBe("resolved");
+
+      // a step of more events than a call may match: calls of whole partitions, each of at
+      // most that many events (16 with the default fan-out cap), fewer than one per partition
+      const many = Array.from({ length: 40 }, (_, i) => ({
+        runId: `run-n${i}`,
+        position: "a",
+        eventType: "job.done",
+        correlationId: `n-${i}`,
+      }));
+      const manyWaits: Wait[] = [];
+      for (const s of many) manyWaits.push((await res.store.register("acme", s)).wait);
+      const big = await scriptCalls(() =>
+        res.store.ingest(
+          "acme",
+          "svc",
+          many.map((s, i) => ({ id: `n${i}`, type: s.eventType, correlationId: s.correlationId })),
+        ),
+      );
+      monitor.disconnect();
+      expect(big.out.every((r) => r.status === "accepted")).toBe(true);
+      expect(big.accepts.length).toBeGreaterThanOrEqual(3);
+      expect(big.accepts.length).toBeLessThan(
+        new Set(many.map((s) => res.store.keys.matchPartition("acme", s.eventType, s.correlationId))).size,
+      );
+      await allJobs(
+        res,
+        "acme",
+        manyWaits.map((w) => w.id),
+      );
     });
   });
 });

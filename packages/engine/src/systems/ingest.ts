@@ -31,6 +31,7 @@ import {
   type Accepted,
   acceptEventsCall,
   acceptEventsResult,
+  matchUpTo,
 } from "../transitions/acceptEvents.js";
 import { annotateWaitsCalls, type BatchAnnotation } from "../transitions/annotateWaits.js";
 import {
@@ -198,15 +199,16 @@ export class IngestSystem {
           twoSteps.push(...members);
           return new Array<Appended | undefined>(count);
         };
-        // with the jobs added in the accept, every partition's events in one call (no event
-        // with a trace context: a traced one is handed out in its span, by the dispatcher)
+        // with the jobs added in the accept, the partitions' events together, in calls of at
+        // most the events one call may match (no event with a trace context: a traced one is
+        // handed out in its span, by the dispatcher)
         const together: number[] = [];
         const apart: number[] = [];
         for (const i of all) (jobs && !(items[i] as Item).input.trace ? together : apart).push(i);
         const one: Array<Appended | undefined> =
           together.length === 0
             ? []
-            : await this.ctx.inOneCall(
+            : await this.ctx.acrossPartitions(
                 together,
                 matchPartitionOf,
                 (groups) =>
@@ -216,6 +218,7 @@ export class IngestSystem {
                   ),
                 ingestDispatchEventsResults,
                 (call, count, members) => settle(call && accepted(call, members), count, members),
+                matchUpTo(config.fanoutCap),
               );
         if (apart.length > 0) {
           const other = await this.ctx.perPartition<Appended | undefined>(

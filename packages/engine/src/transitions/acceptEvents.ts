@@ -41,6 +41,11 @@ const pair = (h: Handoff): string => `${h.group} ${h.consumer}`;
  */
 export const ACCEPT_MATCH_BUDGET = 1_600;
 
+/** The most events a call matches with a fan-out cap of `fanoutCap` (ACCEPT_MATCH_BUDGET). */
+export function matchUpTo(fanoutCap: number): number {
+  return Math.max(1, Math.floor(ACCEPT_MATCH_BUDGET / fanoutCap));
+}
+
 export function acceptEventsCall(k: PartitionKeys, a: AcceptEventsArgs): ScriptCall {
   return transitionCall("acceptEvents", k, acceptArgs(a));
 }
@@ -54,7 +59,7 @@ export function acceptArgs(a: AcceptEventsArgs) {
     idPrefix: a.idPrefix,
     matchers: pair(a.matchers),
     handoff: a.handoff ? pair(a.handoff) : "",
-    matchUpTo: Math.max(1, Math.floor(ACCEPT_MATCH_BUDGET / a.fanoutCap)),
+    matchUpTo: matchUpTo(a.fanoutCap),
   };
 }
 
