@@ -8,7 +8,7 @@
   script's text is loaded with BullMQ's addStandardJob put before it as `local function
   addOne(KEYS, ARGV)` (packages/workers/src/job-adds.ts): without it, it is never run.
   On a single Redis, one call takes a step's events of several partitions (the first's as
-  ingestEvents' KEYS and ARGV, the others' in ARGV[16]): each partition's accept is the
+  ingestEvents' KEYS and ARGV, the others' in ARGV[16..]): each partition's accept is the
   same as in a call of its own, and the call's fixed cost is paid once for all of them
   (docs/architecture.md, "Several partitions in one call").
 
@@ -31,7 +31,7 @@
   KEYS[17] jobEvents
   KEYS[18] jobMarker
   KEYS[19..] more    the other partitions' keys, nine each as KEYS[1..9], in the order of
-                     ARGV[16]; then the claims, as ingestEvents' KEYS[10..]
+                     ARGV[16..]; then the claims, as ingestEvents' KEYS[10..]
 
   ARGV[1] keepMs       as ingestEvents
   ARGV[2] now          as ingestEvents
@@ -51,8 +51,8 @@
   ARGV[14] jobOpts     BullMQ's job options for the queue as far as the job id's value: a
                        MessagePack map whose last entry is `jobId`, its value left out
   ARGV[15] jobTenant   the encoded tenant: the jobs are added for its waits only
-  ARGV[16] others      the other partitions (packed rows, "" for none): keepMs, idPrefix and
-                       events (as ARGV[1], ARGV[6] and ARGV[3]) of each
+  ARGV[16..] others    the other partitions, three arguments each (none for none): keepMs,
+                       idPrefix and events, as ARGV[1], ARGV[6] and ARGV[3]
 
   Returns C_CONFLICT as ingestEvents (nothing written), else one reply per partition, in
   order: ingestEvents' reply, where it added jobs { streamId, codes, records, matches,
@@ -68,22 +68,23 @@
 -- each partition's keys, ARGV as acceptRows reads it, and events; the call's event keys
 local parts = { { keys, ARGV, unpackRows(ARGV[3], 2) } }
 local eventKeys, claimKeys = parts[1][3][1], keys.more
-if ARGV[16] ~= "" then
-  local others, more = unpackRows(ARGV[16], 3), keys.more
+local others = (#ARGV - 15) / 3
+if others > 0 then
+  local more = keys.more
   eventKeys = { unpack(eventKeys) }
-  for i = 1, #others[1] do
-    local b = 9 * (i - 1)
+  for i = 1, others do
+    local b, a = 9 * (i - 1), 13 + 3 * i
     local k = {
       stream = more[b + 1], events = more[b + 2], expiry = more[b + 3], waits = more[b + 4], waiting = more[b + 5],
       done = more[b + 6], deadlines = more[b + 7], inbox = more[b + 8], outbox = more[b + 9],
     }
-    local rows = unpackRows(others[3][i], 2)
-    parts[i + 1] = { k, { others[1][i], ARGV[2], "", ARGV[4], ARGV[5], others[2][i], ARGV[7], ARGV[8], ARGV[9] }, rows }
+    local rows = unpackRows(ARGV[a + 2], 2)
+    parts[i + 1] = { k, { ARGV[a], ARGV[2], "", ARGV[4], ARGV[5], ARGV[a + 1], ARGV[7], ARGV[8], ARGV[9] }, rows }
     for _, eventKey in ipairs(rows[1]) do
       eventKeys[#eventKeys + 1] = eventKey
     end
   end
-  claimKeys = { unpack(more, 9 * #others[1] + 1) }
+  claimKeys = { unpack(more, 9 * others + 1) }
 end
 if not claimEventKeys(claimKeys, eventKeys, ARGV[11], ARGV[10], ARGV[2]) then
   return C_CONFLICT

@@ -95,10 +95,10 @@ export function ingestDispatchEventsCall(parts: readonly PartitionAccept[], jobs
   JOB_KEYS.forEach((name, i) => {
     named[name] = jobs.keys[i] as string;
   });
-  const more = new Packer(others.length * 256);
+  const more: Array<string | Buffer> = [];
   for (const p of others) {
     const a = acceptArgs(p.args);
-    more.field(String(a.keepMs)).field(a.idPrefix).bytes(a.events);
+    more.push(String(a.keepMs), a.idPrefix, a.events);
   }
   const call = keyedCall("ingestDispatchEvents", named as Parameters<typeof keyedCall<"ingestDispatchEvents">>[1], {
     ...acceptArgs(first.args),
@@ -108,7 +108,7 @@ export function ingestDispatchEventsCall(parts: readonly PartitionAccept[], jobs
     jobQueue: jobs.queue,
     jobOpts: jobs.opts,
     jobTenant: jobs.tenant,
-    others: more.done(),
+    others: more,
   });
   for (const p of others) for (const name of PARTITION_KEYS) call.keys.push(p.k[name] as string);
   call.keys.push(...restKeys);

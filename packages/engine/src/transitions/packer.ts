@@ -17,28 +17,13 @@ export class Packer {
 
   field(value: string): this {
     // UTF-8 takes at most 3 bytes per UTF-16 code unit
-    this.#room(value.length * 3);
-    return this.#header(this.#buf.write(value, this.#at + 5, "utf8"));
-  }
-
-  /** A field of bytes as they are (a packed argument packed in another, say). */
-  bytes(value: Uint8Array): this {
-    this.#room(value.length);
-    this.#buf.set(value, this.#at + 5);
-    return this.#header(value.length);
-  }
-
-  #room(bytes: number): void {
-    const room = this.#at + 5 + bytes;
+    const room = this.#at + 5 + value.length * 3;
     if (room > this.#buf.length) {
       const grown = Buffer.allocUnsafe(Math.max(room, this.#buf.length * 2));
       this.#buf.copy(grown, 0, 0, this.#at);
       this.#buf = grown;
     }
-  }
-
-  /** The header of the `n` bytes just written after it. */
-  #header(n: number): this {
+    const n = this.#buf.write(value, this.#at + 5, "utf8");
     if (n >= 2 ** 30) throw new RendezvousError("payload_too_large", "a packed field is limited to 1 GiB");
     const b = this.#buf;
     const at = this.#at;
