@@ -193,7 +193,6 @@ export class IngestSystem {
             partition: (items[i] as Item).eventPartition,
           })),
         });
-        // a call whose claims met another content's wrote nothing: its events take two steps
         const settle = (appended: Appended[] | null, count: number, members: number[]) => {
           if (appended) return appended;
           twoSteps.push(...members);
