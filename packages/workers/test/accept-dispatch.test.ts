@@ -54,6 +54,19 @@ const allJobs = (res: Resources, tenant: string, ids: string[]) =>
     return found.every(Boolean) ? found : undefined;
   });
 
+/** `n` plain waits of `acme` for job.done, correlation ids `<prefix>-<i>`: their specs and the waits. */
+async function plainWaits(res: Resources, prefix: string, n: number) {
+  const specs = Array.from({ length: n }, (_, i) => ({
+    runId: `run-${prefix}${i}`,
+    position: "a",
+    eventType: "job.done",
+    correlationId: `${prefix}-${i}`,
+  }));
+  const waits: Wait[] = [];
+  for (const s of specs) waits.push((await res.store.register("acme", s)).wait);
+  return { specs, waits };
+}
+
 /** The Wait a job carries: the wait's record as read now, less what came after its dispatch. */
 async function dispatchedView(res: Resources, tenant: string, waitId: string) {
   const w = await res.store.getWait(tenant, waitId);
@@ -197,14 +210,7 @@ describe("continuations added in the accept", () => {
   it("takes a step's events of several partitions in one call: each partition's outcome as in a call of its own", async () => {
     const res = makeResources({ partitions: 8 });
     await inStart(res, "acme", async () => {
-      const specs = Array.from({ length: 12 }, (_, i) => ({
-        runId: `run-${i}`,
-        position: "a",
-        eventType: "job.done",
-        correlationId: `c-${i}`,
-      }));
-      const waits = [];
-      for (const s of specs) waits.push((await res.store.register("acme", s)).wait);
+      const { specs, waits } = await plainWaits(res, "c", 12);
       const event = (i: number) => ({ id: `e${i}`, type: "job.done", correlationId: `c-${i}`, payload: { i } });
       // one event sent before (a duplicate in the step), one for no wait (buffered)
       await res.store.ingest("acme", "svc", [event(0)]);
@@ -260,14 +266,7 @@ describe("continuations added in the accept", () => {
 
       // an event id claimed before with other content: the call writes nothing, and the
       // step's events take the two steps (that one refused, the others accepted)
-      const more = Array.from({ length: 6 }, (_, i) => ({
-        runId: `run-m${i}`,
-        position: "a",
-        eventType: "job.done",
-        correlationId: `m-${i}`,
-      }));
-      const moreWaits: Wait[] = [];
-      for (const s of more) moreWaits.push((await res.store.register("acme", s)).wait);
+      const { specs: more, waits: moreWaits } = await plainWaits(res, "m", 6);
       const second = await res.store.ingest("acme", "svc", [
         ...more.map((s, i) => ({ id: `m${i}`, type: s.eventType, correlationId: s.correlationId })),
         { id: "e1", type: "job.done", correlationId: "c-1", payload: { other: true } },
@@ -282,14 +281,7 @@ describe("continuations added in the accept", () => {
 
       // a step of more events than a call may match: calls of whole partitions, each of at
       // most that many events (16 with the default fan-out cap), fewer than one per partition
-      const many = Array.from({ length: 40 }, (_, i) => ({
-        runId: `run-n${i}`,
-        position: "a",
-        eventType: "job.done",
-        correlationId: `n-${i}`,
-      }));
-      const manyWaits: Wait[] = [];
-      for (const s of many) manyWaits.push((await res.store.register("acme", s)).wait);
+      const { specs: many, waits: manyWaits } = await plainWaits(res, "n", 40);
       const big = await scriptCalls(() =>
         res.store.ingest(
           "acme",
