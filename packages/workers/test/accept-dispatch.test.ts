@@ -300,6 +300,29 @@ describe("continuations added in the accept", () => {
         "acme",
         manyWaits.map((w) => w.id),
       );
+
+      // a step with an event that carries a trace context: the others together, that one in
+      // a call of its partition (the dispatcher hands its wait out, in its span), all resolved
+      const { specs: mixed, waits: mixedWaits } = await plainWaits(res, "t", 5);
+      const traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+      const handedBefore = await handoffs(res);
+      const third = await res.store.ingest(
+        "acme",
+        "svc",
+        mixed.map((s, i) => ({
+          id: `t${i}`,
+          type: s.eventType,
+          correlationId: s.correlationId,
+          ...(i === 2 ? { trace: { traceparent } } : {}),
+        })),
+      );
+      expect(third.every((r) => r.status === "accepted")).toBe(true);
+      await allJobs(
+        res,
+        "acme",
+        mixedWaits.map((w) => w.id),
+      );
+      expect(await handoffs(res)).toBe(handedBefore + 1);
     });
   });
 });

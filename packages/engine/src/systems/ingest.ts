@@ -204,10 +204,11 @@ export class IngestSystem {
         const together: number[] = [];
         const apart: number[] = [];
         for (const i of all) (jobs && !(items[i] as Item).input.trace ? together : apart).push(i);
-        const one: Array<Appended | undefined> =
+        // (both in one round trip: issued in the same turn; each split before either throws)
+        const [across, per] = await Promise.allSettled([
           together.length === 0
             ? []
-            : await this.ctx.acrossPartitions(
+            : this.ctx.acrossPartitions(
                 together,
                 matchPartitionOf,
                 (groups) =>
@@ -218,22 +219,30 @@ export class IngestSystem {
                 ingestDispatchEventsResults,
                 (call, count, members) => settle(call && accepted(call, members), count, members),
                 matchUpTo(config.fanoutCap),
-              );
-        if (apart.length > 0) {
-          const other = await this.ctx.perPartition<Appended | undefined>(
-            apart,
-            matchPartitionOf,
-            (k, members) =>
-              matcher
-                ? ingestEventsCall(k, { ...acceptArgs(k, members), ...claimsOf(members) })
-                : claimAppendEventsCall(k, { ...appendArgs(members), ...claimsOf(members) }),
-            (reply, count, members) => {
-              const call = matcher ? ingestEventsResult(reply) : null;
-              return settle(matcher ? call && accepted(call, members) : claimAppendEventsResult(reply), count, members);
-            },
-          );
-          for (const i of apart) one[i] = other[i];
-        }
+              ),
+          apart.length === 0
+            ? []
+            : this.ctx.perPartition<Appended | undefined>(
+                apart,
+                matchPartitionOf,
+                (k, members) =>
+                  matcher
+                    ? ingestEventsCall(k, { ...acceptArgs(k, members), ...claimsOf(members) })
+                    : claimAppendEventsCall(k, { ...appendArgs(members), ...claimsOf(members) }),
+                (reply, count, members) => {
+                  const call = matcher ? ingestEventsResult(reply) : null;
+                  return settle(
+                    matcher ? call && accepted(call, members) : claimAppendEventsResult(reply),
+                    count,
+                    members,
+                  );
+                },
+              ),
+        ]);
+        if (across.status === "rejected") throw across.reason;
+        if (per.status === "rejected") throw per.reason;
+        const one: Array<Appended | undefined> = across.value;
+        for (const i of apart) one[i] = per.value[i];
         for (const i of all) {
           const outcome = one[i];
           if (outcome === undefined) continue;
