@@ -95,10 +95,11 @@ export function ingestDispatchEventsCall(parts: readonly PartitionAccept[], jobs
   JOB_KEYS.forEach((name, i) => {
     named[name] = jobs.keys[i] as string;
   });
+  // (the others' own arguments only: keep time, id prefix, events; the rest is the first's)
   const more: Array<string | Buffer> = [];
   for (const p of others) {
-    const a = acceptArgs(p.args);
-    more.push(String(a.keepMs), a.idPrefix, a.events);
+    const a = appendArgs(p.args);
+    more.push(String(a.keepMs), p.args.idPrefix, a.events);
   }
   const call = keyedCall("ingestDispatchEvents", named as Parameters<typeof keyedCall<"ingestDispatchEvents">>[1], {
     ...acceptArgs(first.args),
