@@ -5,8 +5,8 @@
   round trip of the dispatcher's between them (docs/architecture.md, "Continuations added
   in the accept"). `rendezvous start` only, not tracing, no failpoint armed, for a tenant
   whose continuations all go to its own queue (no webhook, no continuation groups). The
-  script's text is loaded with BullMQ's addStandardJob put before it as `local function
-  addOne(KEYS, ARGV)` (packages/workers/src/job-adds.ts): without it, it is never run.
+  script's text is loaded with BullMQ's addStandardJob put before it as the local function
+  `addOne(KEYS, ARGV)` (packages/workers/src/add-one.ts): without it, it is never run.
   On a single Redis, one call takes a step's events of several partitions (the first's as
   ingestEvents' KEYS and ARGV, the others' in ARGV[16..]): each partition's accept is the
   same as in a call of its own, and the call's fixed cost is paid once for all of them

@@ -2,9 +2,10 @@
  * The jobs of one dispatch step for one queue, added in one script call per JOBS_PER_CALL.
  * BullMQ adds a job with its script addStandardJob, one call per job: per job a command of
  * 12 arguments (the queue's 9 keys among them) to build, send and parse, and a script call's
- * fixed cost in Redis. Here the installed bullmq's own addStandardJob runs once per job in a call
- * (its text, unchanged, as the body of a Lua function), with the arguments BullMQ itself
- * builds for each job: `Job.addJob` on a transaction (BullMQ's IRedisTransaction) that
+ * fixed cost in Redis. Here the installed bullmq's own addStandardJob runs once per job in a
+ * call (its text, unchanged, as a Lua function whose helpers are made once per call:
+ * add-one.ts), with the arguments BullMQ itself builds for each job: `Job.addJob` on a
+ * transaction (BullMQ's IRedisTransaction) that
  * collects the calls it queues instead of sending them. The jobs, their events and their
  * idempotence by job id are BullMQ's in every byte, as `Queue.add` would make them.
  *
@@ -16,6 +17,7 @@
 import { createRequire } from "node:module";
 import { type ArgValue, foreignScript, luaScripts, type RedisLike, type ScriptCall } from "@rendezvous/engine";
 import { Job, type Queue } from "bullmq";
+import { addOneLua } from "./add-one.js";
 
 // (the CommonJS build, which `import "bullmq"` loads too: the script of the Job class used here)
 const { addStandardJob } = createRequire(import.meta.url)("bullmq/dist/cjs/scripts/addStandardJob-9.js") as {
@@ -38,10 +40,8 @@ const KEYS = 9;
 const ARGS = 3;
 const COMMAND = "addStandardJob";
 
-/** BullMQ's addStandardJob, its text unchanged, as the Lua function `addOne(KEYS, ARGV)`. */
-export const ADD_ONE = `local function addOne(KEYS, ARGV)
-${addStandardJob?.content}
-end`;
+/** BullMQ's addStandardJob, its text unchanged, as the Lua function `addOne(KEYS, ARGV)` (add-one.ts). */
+export const ADD_ONE = addOneLua(String(addStandardJob?.content));
 
 /**
  * BullMQ's script as a function of its KEYS and ARGV, run once per job: ARGV holds the jobs'
