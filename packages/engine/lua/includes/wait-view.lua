@@ -10,20 +10,18 @@
 --@include "clock"
 --@include "parts"
 
--- The last two times written and their texts, the last day and its date part: a view's
--- times are mostly two, its registration's and its resolution's (the resolution's time, its
--- event's, its history entry's), and of one day. (Two pairs of locals: a table would cost
--- more than the texts it spares.)
-local isoMs1, isoText1, isoMs2, isoText2, lastDay, lastDayText = nil, nil, nil, nil, nil, nil
+-- The times written in this call and their texts, and the last day and its date part: the
+-- views of a call share their resolution's time and their event's (one stream entry a
+-- partition), each written twice a view, and a day.
+local isoTexts, lastDay, lastDayText = {}, nil, nil
 
 -- An epoch time in ms as ISO-8601 UTC with milliseconds, as Date.prototype.toISOString
 -- writes it (years 0 to 9999). Days to a civil date by H. Hinnant's days_from_civil
 -- inverse; divisions by arithmetic (math.floor is a C call: ~1,000 Redis instructions).
 local function isoText(ms)
-  if ms == isoMs1 then
-    return isoText1
-  elseif ms == isoMs2 then
-    return isoText2
+  local known = isoTexts[ms]
+  if known then
+    return known
   end
   local rest = ms % 86400000
   local days = (ms - rest) / 86400000
@@ -46,8 +44,8 @@ local function isoText(ms)
   local sec = s % 60
   local m = (s - sec) / 60
   local min = m % 60
-  local text = lastDayText .. string.format("%02d:%02d:%02d.%03dZ", (m - min) / 60, min, sec, ms1)
-  isoMs2, isoText2, isoMs1, isoText1 = isoMs1, isoText1, ms, text
+  local text = string.format("%s%02d:%02d:%02d.%03dZ", lastDayText, (m - min) / 60, min, sec, ms1)
+  isoTexts[ms] = text
   return text
 end
 
@@ -90,9 +88,10 @@ local function rawJson(raw)
   return raw
 end
 
--- A history entry as the view's HistoryEntry, or nil when one of its fields is not a
--- scalar the view writes as is: its time and what, its event, deadline, external job id
--- and kind where it has them, then any other field as it is.
+-- A history entry as the view's HistoryEntry after a comma (what follows the registration's
+-- entry in the view's history: no string of the entry alone is made), or nil when one of its
+-- fields is not a scalar the view writes as is: its time and what, its event, deadline,
+-- external job id and kind where it has them, then any other field as it is.
 local function historyJson(h)
   local ev, dl, j, k = h["ev"], h["dl"], h["j"], h["k"]
   if (ev ~= nil and type(ev) ~= "table") or type(h["w"]) ~= "string" then
@@ -121,7 +120,7 @@ local function historyJson(h)
   if h["w"] == "resolved" and (k == "e" or k == "d" or k == "k") then
     outcome = h["o"] == "f" and ',"outcome":"failure"' or ',"outcome":"success"'
   end
-  return '{"at":"' .. isoText(h["at"]) .. '","what":"' .. h["w"] .. '"'
+  return ',{"at":"' .. isoText(h["at"]) .. '","what":"' .. h["w"] .. '"'
     .. (ev and ',"event":{"producer":"' or "") .. (ev and ev["pr"] or "")
     .. (ev and '","id":' or "") .. (ev and cjson.encode(ev["id"]) or "")
     .. (ev and ',"acceptedAt":"' or "") .. (ev and isoText(ev["at"]) or "")
@@ -157,7 +156,11 @@ local function waitViewJson(waitId, wait)
     if text == nil then
       return nil
     end
-    history = history .. "," .. text
+    if history == "" then
+      history = text
+    else
+      history = history .. text
+    end
   end
   local late = ""
   for i, ev in ipairs(wait["late"] or {}) do
