@@ -36,6 +36,8 @@ function freeNames(node: Node | null | undefined, declared: Set<string>[], out: 
       const scope = new Set<string>();
       if (node.identifier?.type === "Identifier" && node.isLocal) scope.add(node.identifier.name);
       else if (node.identifier) freeNames(node.identifier, declared, out);
+      // (`function t:m()` has the parameter `self`)
+      if (node.identifier?.type === "MemberExpression" && node.identifier.indexer === ":") scope.add("self");
       for (const p of node.parameters) if (p.type === "Identifier") scope.add(p.name);
       block(node.body, scope);
       return;

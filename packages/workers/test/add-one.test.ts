@@ -104,6 +104,25 @@ return both()`;
     expect(moved(`local rcall = redis.call\nlocal function f() return 1 end\nreturn f()`)).toEqual(["f"]);
   });
 
+  it("reads a method's self as its own, and a table's field names as no names", async () => {
+    const text = `local rcall = redis.call
+local function counter(key)
+  local c = { key = key }
+  function c:bump() return rcall("INCR", self.key) end
+  return c
+end
+return counter(KEYS[1]):bump()`;
+    expect(moved(text)).toEqual(["counter"]);
+    // (a self of the text's own, or a field named like a value of the call, changes nothing)
+    expect(
+      moved(`local self = KEYS[1]\nlocal function f(t) function t:g() return self end return t end\nreturn 1`),
+    ).toEqual(["f"]);
+    expect(moved(`local self = KEYS[1]\nlocal function f() return self end\nreturn f()`)).toEqual([]);
+    const [plain, hoisted] = await both(text, ["{t}:c"], []);
+    expect(hoisted).toEqual(plain);
+    expect(plain).toEqual([1, 2]);
+  });
+
   it("moves nothing out of a text it cannot parse, and gives that text as the function's body", () => {
     const text = "local function f( return";
     expect(movableHelpers(text)).toEqual([]);
