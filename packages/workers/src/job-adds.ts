@@ -28,7 +28,7 @@ const { addStandardJob } = createRequire(import.meta.url)("bullmq/dist/cjs/scrip
 export type JobToAdd = Parameters<Queue["addBulk"]>[0][number];
 
 /**
- * Most jobs per call. A call holds Redis while it runs (some 216k instructions per job,
+ * Most jobs per call. A call holds Redis while it runs (some 196k instructions per job,
  * `npm run bench:redis-instructions -- --only add`), and a command of the resolve path that
  * arrives meanwhile waits for it: a step of more jobs goes in several calls, sent together.
  * BullMQ's own adds of a step (one call per job, sent as one pipeline) let other clients in
