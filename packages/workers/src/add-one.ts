@@ -20,6 +20,28 @@ import luaparse from "luaparse";
 type Node = luaparse.Node;
 type Statement = luaparse.Statement;
 
+/** The nodes directly under `node` (luaparse's fields that hold nodes or lists of them). */
+function* children(node: Node): Generator<Node> {
+  for (const value of Object.values(node)) {
+    for (const child of Array.isArray(value) ? value : [value]) {
+      if (child && typeof child === "object" && typeof child.type === "string") yield child as Node;
+    }
+  }
+}
+
+/** The name of a `local function name` statement, else undefined. */
+const localFunctionName = (st: Statement) =>
+  st.type === "FunctionDeclaration" && st.isLocal && st.identifier?.type === "Identifier"
+    ? st.identifier.name
+    : undefined;
+
+/** The names a statement declares in its block (`local a, b = …`, `local function f`). */
+function declaredNames(st: Statement): string[] {
+  if (st.type === "LocalStatement") return st.variables.map((v) => v.name);
+  const name = localFunctionName(st);
+  return name === undefined ? [] : [name];
+}
+
 /** The names a node uses that no scope inside it declares (`declared`: the scopes around it). */
 function freeNames(node: Node | null | undefined, declared: Set<string>[], out: Set<string>): void {
   if (!node) return;
@@ -76,11 +98,7 @@ function freeNames(node: Node | null | undefined, declared: Set<string>[], out: 
       block(node.body, new Set());
       return;
     default:
-      for (const value of Object.values(node)) {
-        for (const child of Array.isArray(value) ? value : [value]) {
-          if (child && typeof child === "object" && typeof child.type === "string") freeNames(child, declared, out);
-        }
-      }
+      for (const child of children(node)) freeNames(child, declared, out);
   }
 }
 
@@ -88,10 +106,7 @@ function freeNames(node: Node | null | undefined, declared: Set<string>[], out: 
 function freeNamesIn(st: Statement, declared: Set<string>[], out: Set<string>): void {
   freeNames(st, declared, out);
   const scope = declared[declared.length - 1] as Set<string>;
-  if (st.type === "LocalStatement") for (const v of st.variables) scope.add(v.name);
-  if (st.type === "FunctionDeclaration" && st.isLocal && st.identifier?.type === "Identifier") {
-    scope.add(st.identifier.name);
-  }
+  for (const name of declaredNames(st)) scope.add(name);
 }
 
 /** The names an assignment statement anywhere in `node` assigns to (as plain names). */
@@ -103,11 +118,7 @@ function assignedNames(node: Node, out: Set<string>): void {
   if (node.type === "FunctionDeclaration" && !node.isLocal && node.identifier?.type === "Identifier") {
     out.add(node.identifier.name);
   }
-  for (const value of Object.values(node)) {
-    for (const child of Array.isArray(value) ? value : [value]) {
-      if (child && typeof child === "object" && typeof child.type === "string") assignedNames(child, out);
-    }
-  }
+  for (const child of children(node)) assignedNames(child, out);
 }
 
 /** A node's [start, end) in the text (luaparse's `ranges` option; its types leave it out). */
@@ -136,13 +147,7 @@ export function movableHelpers(text: string): Array<[number, number]> {
   assignedNames(chunk, assigned);
   const declaredCount = new Map<string, number>();
   for (const st of chunk.body) {
-    const names =
-      st.type === "LocalStatement"
-        ? st.variables.map((v) => v.name)
-        : st.type === "FunctionDeclaration" && st.isLocal && st.identifier?.type === "Identifier"
-          ? [st.identifier.name]
-          : [];
-    for (const n of names) declaredCount.set(n, (declaredCount.get(n) ?? 0) + 1);
+    for (const n of declaredNames(st)) declaredCount.set(n, (declaredCount.get(n) ?? 0) + 1);
   }
 
   // the top level as addOne's body: its parameters, then each statement's declarations
@@ -152,8 +157,8 @@ export function movableHelpers(text: string): Array<[number, number]> {
   const ranges: Array<[number, number]> = [];
   let rcall = false;
   for (const st of chunk.body) {
-    if (st.type === "FunctionDeclaration" && st.isLocal && st.identifier?.type === "Identifier") {
-      const name = st.identifier.name;
+    const name = localFunctionName(st);
+    if (name !== undefined) {
       const free = new Set<string>();
       freeNames(st, [], free);
       // (rcall: the block's own, so only where the text's is in scope; a helper moved
@@ -176,10 +181,7 @@ export function movableHelpers(text: string): Array<[number, number]> {
       freeNames(st, [top], usedBefore);
     }
     if (isRcall(st) && !assigned.has("rcall") && declaredCount.get("rcall") === 1) rcall = true;
-    if (st.type === "LocalStatement") for (const v of st.variables) top.add(v.name);
-    if (st.type === "FunctionDeclaration" && st.isLocal && st.identifier?.type === "Identifier") {
-      top.add(st.identifier.name);
-    }
+    for (const n of declaredNames(st)) top.add(n);
   }
   return ranges;
 }
